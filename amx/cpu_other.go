@@ -1,0 +1,5 @@
+//go:build !amd64 || purego
+
+package amx
+
+func cpuSupports(k Kernel) bool { return false }

