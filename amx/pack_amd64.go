@@ -2,7 +2,6 @@
 
 package amx
 
-
 //go:noescape
 func transposePairs512(dst *uint32, src *BF16, ldbBytes, cols, pairs int)
 
@@ -23,4 +22,3 @@ func init() {
 		}
 	}
 }
-
