@@ -358,3 +358,19 @@ func TestPackTransposed(t *testing.T) {
 		}
 	}
 }
+
+// TestMatMulNoAlloc: the engine calls MatMul thousands of times a second;
+// the selected kernel must not allocate per call.
+func TestMatMulNoAlloc(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 20))
+	k := Available()[0]
+	for _, s := range []shape{{16, 256, 256}, {40, 640, 70}} {
+		a := randBF16(r, s.m*s.k)
+		pb := PackFor(k, nil, s.k, s.n, randBF16(r, s.k*s.n), s.n)
+		c := make([]float32, s.m*s.n)
+		ep := &Epilogue{Bias: randF32(r, s.n), Act: ActReLU2, OutBF16: make([]BF16, s.m*s.n)}
+		if n := testing.AllocsPerRun(20, func() { MatMul(s.m, a, s.k, pb, c, s.n, ep) }); n > 0 {
+			t.Errorf("%v %v: %v allocations per MatMul", k, s, n)
+		}
+	}
+}
