@@ -352,6 +352,9 @@ func writeAtomic(path string, write func(io.Writer) error) (err error) {
 	if err = bw.Flush(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	if err = f.Chmod(0o644); err != nil {
+		return err
+	}
 	if err = f.Sync(); err != nil {
 		return err
 	}
