@@ -22,9 +22,9 @@ type bpeModel struct {
 	// byteLevel: pieces arrive as raw bytes and start as the ids of their
 	// byte-level alphabet spelling (the ByteLevel pre-tokenizer's mapping).
 	byteLevel bool
-	byteIDs   [256]int32          // id of each byte's alphabet rune, -1 if absent
-	rawVocab  map[string]int32    // raw bytes → id, for ignore_merges
-	fallback  [256]int32          // id of "<0xXX>", -1 if absent
+	byteIDs   [256]int32       // id of each byte's alphabet rune, -1 if absent
+	rawVocab  map[string]int32 // raw bytes → id, for ignore_merges
+	fallback  [256]int32       // id of "<0xXX>", -1 if absent
 	cache     *wordCache
 }
 
