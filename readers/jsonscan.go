@@ -38,7 +38,9 @@ type syntaxError struct {
 	msg string
 }
 
-func (e *syntaxError) Error() string { return fmt.Sprintf("malformed JSON at byte %d: %s", e.off, e.msg) }
+func (e *syntaxError) Error() string {
+	return fmt.Sprintf("malformed JSON at byte %d: %s", e.off, e.msg)
+}
 
 func synErr(off int, format string, args ...any) error {
 	return &syntaxError{off, fmt.Sprintf(format, args...)}
