@@ -47,36 +47,43 @@ def rope(x, cos, sin):
     return torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1)
 
 
+def _bmm(a, b):
+    """Batched matmul over all leading dims through one 3-D bmm (torch 1.13's
+    broadcasting matmul is several times slower on 5-D bf16 operands)."""
+    lead = a.shape[:-2]
+    out = torch.bmm(a.reshape(-1, *a.shape[-2:]), b.reshape(-1, *b.shape[-2:]))
+    return out.view(*lead, *out.shape[-2:])
+
+
 def swa(x, P, p, cfg, tabs):
     """Chunked SWA: a chunk of `window` queries attends to its own chunk and
-    the previous one (one GEMM each for scores and output)."""
+    the previous one. Since chunks are `window` long, query i of a chunk sees
+    keys 0..i of its own chunk and keys i+1..C-1 of the previous one: the two
+    score blocks fit together in one [C, C] matrix (tril of one + strict triu
+    of the other), so the softmax runs over C columns, not 2C."""
     N, L, D = x.shape
     H, hd, W = cfg["swa_heads"], cfg["swa_head_dim"], cfg["window"]
     C = W
     nc = L // C
-    q = (x @ P[p + "swa.wq"]).view(N, L, H, hd)
+    q = (x @ (P[p + "swa.wq"] * (1.0 / math.sqrt(hd)))).view(N, L, H, hd)
     k = (x @ P[p + "swa.wk"]).view(N, L, H, hd)
     v = (x @ P[p + "swa.wv"]).view(N, L, H, hd)
     cos, sin = tabs
     q, k = rope(q, cos, sin), rope(k, cos, sin)
-    # [N, nc, H, C, hd]
-    q = q.view(N, nc, C, H, hd).transpose(2, 3)
+    q = q.view(N, nc, C, H, hd).transpose(2, 3)  # [N, nc, H, C, hd]
     k = k.view(N, nc, C, H, hd).transpose(2, 3)
     v = v.view(N, nc, C, H, hd).transpose(2, 3)
-    kp = torch.cat([torch.zeros_like(k[:, :1]), k[:, :-1]], 1)
-    vp = torch.cat([torch.zeros_like(v[:, :1]), v[:, :-1]], 1)
-    kk = torch.cat([kp, k], 3)  # [N, nc, H, 2C, hd]
-    vv = torch.cat([vp, v], 3)
-    s = (q @ kk.transpose(-1, -2)).to(_acc(x.dtype)) / math.sqrt(hd)  # [N, nc, H, C, 2C]
-    i = torch.arange(C)[:, None]
-    j = torch.arange(2 * C)[None, :]
-    # key j sits at chunk offset j - C; query i sees it iff 0 <= i - (j - C) < W
-    m = (j - C <= i) & (i - (j - C) < W)
-    m = m[None, None, None].expand(1, nc, 1, C, 2 * C).clone()
-    m[:, 0, :, :, :C] = False  # no chunk before the document's first
-    s = s.masked_fill(~m, float("-inf"))
-    att = torch.softmax(s, -1).to(x.dtype)
-    o = (att @ vv).transpose(2, 3).reshape(N, L, H * hd)
+    kT = k.transpose(-1, -2)
+    s = _bmm(q, kT).tril_()
+    if nc > 1:
+        sp = _bmm(q[:, 1:], kT[:, :-1]).triu_(1)
+        s[:, 1:] += sp
+    s[:, 0] += torch.full((C, C), float("-inf"), dtype=s.dtype).triu_(1)  # no chunk before the first
+    att = torch.softmax(s, -1)
+    o = _bmm(att.tril(), v)
+    if nc > 1:
+        o[:, 1:] += _bmm(att[:, 1:].triu(1), v[:, :-1])
+    o = o.transpose(2, 3).reshape(N, L, H * hd)
     return o @ P[p + "swa.wo"]
 
 
@@ -89,26 +96,33 @@ def lin_attn(x, P, p, cfg):
     C = cfg["window"]
     nc = L // C
     acc = _acc(x.dtype)
-    q = (x @ P[p + "lin.wq"]).view(N, nc, C, H, ds).transpose(2, 3) * (1.0 / math.sqrt(ds))
+    q = (x @ (P[p + "lin.wq"] * (1.0 / math.sqrt(ds)))).view(N, nc, C, H, ds).transpose(2, 3)
     k = (x @ P[p + "lin.wk"]).view(N, nc, C, H, ds).transpose(2, 3)
     v = (x @ P[p + "lin.wv"]).view(N, nc, C, H, dv).transpose(2, 3)  # [N, nc, H, C, dv]
     a = -F.softplus((x @ P[p + "lin.wa"]).to(acc) + P[p + "lin.ba"].to(acc))  # [N, L, H]
     Lc = a.view(N, nc, C, H).transpose(2, 3).cumsum(-1)  # [N, nc, H, C]
-    tri = torch.ones(C, C, dtype=torch.bool).tril()
-    dec = (Lc[..., :, None] - Lc[..., None, :]).masked_fill(~tri, float("-inf")).exp()
-    s = (q @ k.transpose(-1, -2)).to(acc) * dec
-    o = s.to(x.dtype) @ v  # [N, nc, H, C, dv]
+    # exp(L_i − L_j) for j ≤ i; the differences come from a rank-2 bmm
+    # ([L_i, 1]·[1, −L_j], exact products) because torch 1.13's broadcasting
+    # subtraction is far slower on these shapes.
+    one = torch.ones_like(Lc)
+    dec = _bmm(torch.stack([Lc, one], -1), torch.stack([one, -Lc], -2))
+    s = _bmm(q, k.transpose(-1, -2))
+    if torch.is_grad_enabled():  # autograd needs the out-of-place forms
+        s = (s * dec.exp().tril()).to(x.dtype)
+    else:
+        s.mul_(dec.exp_().tril_())
+    o = _bmm(s, v)  # [N, nc, H, C, dv]
     if nc > 1:
         last = Lc[..., -1:]  # [N, nc, H, 1]
-        kw = (k.to(acc) * (last - Lc).exp()[..., None]).to(x.dtype)
-        U = kw.transpose(-1, -2) @ v  # [N, nc, H, ds, dv]: chunk's own contribution
+        kw = k * (last - Lc).exp()[..., None].to(x.dtype)
+        U = _bmm(kw.transpose(-1, -2), v)  # [N, nc, H, ds, dv]: chunk's own contribution
         g = last[..., 0].exp()  # chunk's total decay [N, nc, H]
         states = [torch.zeros_like(U[:, 0], dtype=acc)]
         for c in range(nc - 1):
             states.append(g[:, c, :, None, None] * states[-1] + U[:, c].to(acc))
         Sp = torch.stack(states, 1).to(x.dtype)  # state before chunk c
-        qi = (q.to(acc) * Lc.exp()[..., None]).to(x.dtype)
-        o = o + qi @ Sp
+        qi = q * Lc.exp()[..., None].to(x.dtype)
+        o = o + _bmm(qi, Sp)
     o = o.transpose(2, 3)  # [N, nc, C, H, dv]
     o = rmsnorm(o, P[p + "lin.gn"].view(H, dv), cfg["norm_eps"]).reshape(N, L, H * dv)
     return o @ P[p + "lin.wo"]
