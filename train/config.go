@@ -1,0 +1,34 @@
+package train
+
+// Config mirrors engine.Config (DESIGN §2 field names) until the engine
+// package lands on main; then it becomes an alias.
+type Config struct {
+	Arch       string   `json:"arch"`
+	VocabSize  int      `json:"vocab_size"`
+	DModel     int      `json:"d_model"`
+	Layers     []string `json:"layers"`
+	SWAHeads   int      `json:"swa_heads"`
+	SWAHeadDim int      `json:"swa_head_dim"`
+	Window     int      `json:"window"`
+	RopeTheta  float64  `json:"rope_theta"`
+	LinHeads   int      `json:"lin_heads"`
+	DState     int      `json:"d_state"`
+	LinHeadDim int      `json:"lin_head_dim"`
+	DFF        int      `json:"d_ff"`
+	MoELayers  []int    `json:"moe_layers"`
+	Experts    int      `json:"experts"`
+	TopK       int      `json:"top_k"`
+	DFFExpert  int      `json:"d_ff_expert"`
+	RouteBlock int      `json:"route_block"`
+	NormEps    float64  `json:"norm_eps"`
+}
+
+// IsMoE reports whether layer i's MLP is an expert bank.
+func (c *Config) IsMoE(i int) bool {
+	for _, l := range c.MoELayers {
+		if l == i {
+			return true
+		}
+	}
+	return false
+}
