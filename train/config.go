@@ -32,3 +32,14 @@ func (c *Config) IsMoE(i int) bool {
 	}
 	return false
 }
+
+// DefaultConfig returns the "dense-3m" configuration of DESIGN §2.
+func DefaultConfig() Config {
+	return Config{
+		Arch: "onecore-hybrid", VocabSize: 16384, DModel: 256,
+		Layers:   []string{"lin", "swa", "swa", "lin", "swa", "lin"},
+		SWAHeads: 4, SWAHeadDim: 64, Window: 256, RopeTheta: 10000,
+		LinHeads: 8, DState: 32, LinHeadDim: 32, DFF: 640,
+		MoELayers: []int{}, Experts: 64, TopK: 4, DFFExpert: 160, RouteBlock: 256, NormEps: 1e-5,
+	}
+}

@@ -154,7 +154,7 @@ func (p *Params[T]) Init(c *Config, seed uint64) {
 			// decay exp(-softplus(b)) spread over heads from slow to fast
 			for h := range w {
 				target := 0.99 - 0.09*float64(h)/math.Max(1, float64(len(w)-1)) // exp(a)
-				sp := -math.Log(target)                                           // softplus(b)
+				sp := -math.Log(target)                                         // softplus(b)
 				w[h] = T(math.Log(math.Expm1(sp)))
 			}
 		case len(s.Shape) == 1:
