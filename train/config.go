@@ -1,5 +1,7 @@
 package train
 
+import "os"
+
 // Config mirrors engine.Config (DESIGN §2 field names) until the engine
 // package lands on main; then it becomes an alias.
 type Config struct {
@@ -42,4 +44,25 @@ func DefaultConfig() Config {
 		LinHeads: 8, DState: 32, LinHeadDim: 32, DFF: 640,
 		MoELayers: []int{}, Experts: 64, TopK: 4, DFFExpert: 160, RouteBlock: 256, NormEps: 1e-5,
 	}
+}
+
+// LoadConfig reads a JSON config file or, when path names a preset
+// ("dense-3m", "moe-3m") and no such file exists, that preset.
+func LoadConfig(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			switch path {
+			case "dense-3m":
+				c := DefaultConfig()
+				return &c, nil
+			case "moe-3m":
+				c := DefaultConfig()
+				c.MoELayers = []int{0, 3, 5}
+				return &c, nil
+			}
+		}
+		return nil, err
+	}
+	return parseConfig(b, path)
 }

@@ -191,21 +191,45 @@ func (c *Corpus) add(ids []int32) {
 // not depend on file order or seed) to the held-out split.
 func LoadCorpus(paths []string, textField string, tok Tokenizer, valPermille int) (train, val *Corpus, err error) {
 	train, val = &Corpus{Offs: []int64{0}}, &Corpus{Offs: []int64{0}}
-	err = ReadDocuments(paths, textField, func(text string) error {
-		h := fnv.New64a()
-		h.Write([]byte(text))
-		ids := tok.Encode(text)
-		if h.Sum64()%1000 < uint64(valPermille) {
-			val.add(ids)
+	var batch []string
+	flush := func() {
+		var ids [][]int32
+		if be, ok := tok.(BatchEncoder); ok {
+			ids = be.EncodeBatch(batch)
 		} else {
-			train.add(ids)
+			for _, t := range batch {
+				ids = append(ids, tok.Encode(t))
+			}
+		}
+		for i, text := range batch {
+			h := fnv.New64a()
+			h.Write([]byte(text))
+			if h.Sum64()%1000 < uint64(valPermille) {
+				val.add(ids[i])
+			} else {
+				train.add(ids[i])
+			}
+		}
+		batch = batch[:0]
+	}
+	err = ReadDocuments(paths, textField, func(text string) error {
+		batch = append(batch, text)
+		if len(batch) == 256 {
+			flush()
 		}
 		return nil
 	})
+	flush()
 	if err == nil && train.Docs() == 0 {
 		err = fmt.Errorf("data: no training documents in %v", paths)
 	}
 	return train, val, err
+}
+
+// BatchEncoder is implemented by tokenizers that encode many texts in
+// parallel (same ids as Encode).
+type BatchEncoder interface {
+	EncodeBatch(texts []string) [][]int32
 }
 
 // Counts returns how often each id occurs in c (vocab entries).
