@@ -227,6 +227,9 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 	tg := make([]int32, rowTokens)
 	negs := make([]int32, o.Negatives)
 	var runSteps int64
+	if st.Step == 0 && o.EvalEvery > 0 {
+		evaluate() // the untrained baseline
+	}
 	tWin, tokWin := time.Now(), int64(0)
 	for st.Step < totalSteps {
 		if ctx.Err() != nil {
