@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 )
@@ -54,23 +53,6 @@ func testModel(t testing.TB, cfg *Config, seed uint64) *Model {
 }
 
 func layerName(i int, s string) string { return "layers." + itoa(i) + "." + s }
-
-func itoa(i int) string { return strconv.Itoa(i) }
-
-// randDocs makes documents of the given lengths, each starting with <bos>.
-func randDocs(seed uint64, vocab int, lens ...int) [][]int32 {
-	rng := rand.New(rand.NewPCG(seed, 1))
-	var docs [][]int32
-	for _, n := range lens {
-		d := make([]int32, n)
-		d[0] = BosID
-		for i := 1; i < n; i++ {
-			d[i] = int32(3 + rng.IntN(vocab-3))
-		}
-		docs = append(docs, d)
-	}
-	return docs
-}
 
 var allWant = Want{Hidden: true, Mean: true, Logits: LogitsAll, LogProbs: true, Classify: true}
 
