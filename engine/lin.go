@@ -42,7 +42,12 @@ func (in *Instance) linPrefill(li int, lw *layerWeights) {
 		if in.export != nil {
 			exp = in.export[si]
 		}
-		clear(in.state[:H*ds*hd])
+		cont := !s.final && s.carry != nil // a later piece needs the final state
+		if s.off > 0 {
+			copy(in.state[:H*ds*hd], s.carry.s[li])
+		} else {
+			clear(in.state[:H*ds*hd])
+		}
 		for c0 := 0; c0 < s.n; c0 += C {
 			q0 := s.start + c0
 			nq := min(C, s.n-c0)
@@ -80,14 +85,14 @@ func (in *Instance) linPrefill(li int, lw *layerWeights) {
 				in.vp = amx.PackFor(kern, in.vp, nq, hd, in.lv, hd)
 				out := in.mix[q0*lvw+h*hd:]
 				ep := in.epilogue()
-				if c0 > 0 {
+				if s.off+c0 > 0 {
 					amx.ToBF16(in.stateB, S)
 					in.sp = amx.PackFor(kern, in.sp, ds, hd, in.stateB, hd)
 					amx.MatMul(nq, in.lqs, ds, in.sp, out, lvw, nil)
 					ep.Accumulate = true
 				}
 				amx.MatMul(nq, in.probs, nq, in.vp, out, lvw, ep)
-				if last && exp == nil {
+				if last && exp == nil && !cont {
 					continue
 				}
 				// State update for the next chunk (or the decode state).
@@ -110,6 +115,9 @@ func (in *Instance) linPrefill(li int, lw *layerWeights) {
 		}
 		if exp != nil {
 			in.exportLin(exp, li, in.state[:H*ds*hd])
+		}
+		if cont {
+			copy(s.carry.s[li], in.state[:H*ds*hd])
 		}
 	}
 	in.tock(OpAttention, t0)

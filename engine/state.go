@@ -62,15 +62,23 @@ func (st *seqState) reset() {
 	}
 }
 
-// exportSWA stores the last min(n, W) keys and values of segment s (bf16
-// values, post-RoPE keys) into the ring at slots position mod W.
+// exportSWA stores the keys (post-RoPE) and values of the document's last
+// min(len, W) positions (bf16 values) into the ring at slots position mod W.
 func (in *Instance) exportSWA(st *seqState, li int, s segment) {
 	c := &in.m.Cfg
 	W, sd := c.Window, c.SWAHeads*c.SWAHeadDim
 	P := 3 * sd
+	if s.off > 0 && s.n < W {
+		// The window reaches back into the previous piece's last chunk.
+		for q := s.off + s.n - W; q < s.off; q++ {
+			i, slot := q-(s.off-W), q%W
+			amx.ToFloat32(st.k[li][slot*sd:(slot+1)*sd], s.carry.k[li][i*sd:(i+1)*sd])
+			amx.ToFloat32(st.v[li][slot*sd:(slot+1)*sd], s.carry.v[li][i*sd:(i+1)*sd])
+		}
+	}
 	for p := max(0, s.n-W); p < s.n; p++ {
 		r := s.start + p
-		slot := p % W
+		slot := (s.off + p) % W
 		amx.ToFloat32(st.k[li][slot*sd:(slot+1)*sd], in.prjb[r*P+sd:r*P+2*sd])
 		amx.ToFloat32(st.v[li][slot*sd:(slot+1)*sd], in.prjb[r*P+2*sd:r*P+3*sd])
 	}
