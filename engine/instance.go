@@ -27,8 +27,8 @@ type Instance struct {
 	n      int
 	segs   []segment
 	pieces []piece
-	carry  *carry // reused for long documents
-	pos  []int32 // position of each row within its document
+	carry  *carry  // reused for long documents
+	pos    []int32 // position of each row within its document
 
 	h    []float32  // residual stream [n×D]
 	xf   []float32  // fp32 norm output [n×D] (router input, final hidden)
@@ -51,18 +51,18 @@ type Instance struct {
 	stateB               []amx.BF16
 	sp                   *amx.Matrix
 	// MoE scratch
-	rexp   []int32   // [n×top_k] selected experts, ascending
-	rgate  []float32 // [n×top_k] their gates
-	ecnt   []int
-	eoff   []int
-	erow   []int32
-	egate  []float32
-	gath   []amx.BF16
-	ehid   []amx.BF16
-	eout   []float32
-	rvec   []float32
-	rlogit []float32
-	rsel   []int
+	rexp    []int32   // [n×top_k] selected experts, ascending
+	rgate   []float32 // [n×top_k] their gates
+	ecnt    []int
+	eoff    []int
+	erow    []int32
+	egate   []float32
+	gath    []amx.BF16
+	ehid    []amx.BF16
+	eout    []float32
+	rvec    []float32
+	rlogit  []float32
+	rsel    []int
 	ropeTmp []float32
 
 	lpTile []float32
@@ -93,8 +93,8 @@ type segment struct {
 // would unsplit (bit for bit).
 type carry struct {
 	k, v []([]amx.BF16) // per SWA layer: keys (post-RoPE) and values of the previous window-chunk [W × sd]
-	s    [][]float32     // per linear layer: state after the previous chunk
-	msum [][]float32     // per MoE layer: Σ norm2 outputs over the previous route block
+	s    [][]float32    // per linear layer: state after the previous chunk
+	msum [][]float32    // per MoE layer: Σ norm2 outputs over the previous route block
 }
 
 func newCarry(c *Config) *carry {
