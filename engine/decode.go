@@ -216,23 +216,23 @@ func (d *Decoder) swaStep(li int, lw *layerWeights) {
 		// Keys, values and queries take their bf16 values, as in prefill.
 		roundBF16(row)
 		slot := p % W
-		copy(st.k[li][slot*sd:(slot+1)*sd], row[sd:2*sd])
-		copy(st.v[li][slot*sd:(slot+1)*sd], row[2*sd:3*sd])
+		K, Vr := st.k[li], st.v[li]
+		for f := 0; f < sd; f++ {
+			K[f*W+slot] = row[sd+f]
+			Vr[f*W+slot] = row[2*sd+f]
+		}
+		// Slots 0..nk-1 hold the visible positions (all W once the ring is full).
 		nk := min(p+1, W)
 		out := in.mix[i*sd : (i+1)*sd]
-		clear(out)
 		for h := 0; h < H; h++ {
-			q := row[h*hd : (h+1)*hd]
 			sc := d.scores[:nk]
-			for j := 0; j < nk; j++ {
-				s := (p - nk + 1 + j) % W
-				sc[j] = amx.Dot(q, st.k[li][s*sd+h*hd:s*sd+(h+1)*hd]) * scale
+			clear(sc)
+			for f := h * hd; f < (h+1)*hd; f++ {
+				amx.Axpy(row[f]*scale, K[f*W:f*W+nk], sc)
 			}
 			amx.SoftmaxRow(sc)
-			o := out[h*hd : (h+1)*hd]
-			for j := 0; j < nk; j++ {
-				s := (p - nk + 1 + j) % W
-				amx.Axpy(sc[j], st.v[li][s*sd+h*hd:s*sd+(h+1)*hd], o)
+			for f := h * hd; f < (h+1)*hd; f++ {
+				out[f] = amx.Dot(sc, Vr[f*W:f*W+nk])
 			}
 		}
 		amx.ToBF16(in.mixb[i*sd:(i+1)*sd], out)
