@@ -10,6 +10,8 @@
 //       core, e.g. taskset -c 0 with RAYON_NUM_THREADS=1, for one thread).
 //   node oracle.js decode TOKENIZER.json IDS.jsonl OUT.jsonl
 //       OUT: one JSON string per line.
+//   node oracle.js pretok TOKENIZER.json IN.jsonl OUT.jsonl
+//       OUT: the pre-tokenizer's pieces of each document, a JSON array.
 //
 // NODE_PATH must point at the node_modules holding tokenizers@0.23.2.
 'use strict';
@@ -63,6 +65,13 @@ async function main() {
     const cpu = (c.user + c.system) / 1e6; // all threads of the process
     console.log(JSON.stringify({ mb_per_s: bytes / 1e6 / sec, docs: docs.length, tokens, seconds: sec,
       cpu_seconds: cpu, mb_per_cpu_s: bytes / 1e6 / cpu, bytes }));
+  } else if (mode === 'pretok') {
+    const pre = tok.getPreTokenizer();
+    const out = fs.createWriteStream(outPath);
+    for await (const line of lines(inPath)) {
+      out.write(JSON.stringify(pre.preTokenizeString(JSON.parse(line).text).map((p) => p[0])) + '\n');
+    }
+    await new Promise((r) => out.end(r));
   } else if (mode === 'decode') {
     const out = fs.createWriteStream(outPath);
     for await (const line of lines(inPath)) {
@@ -70,7 +79,7 @@ async function main() {
     }
     await new Promise((r) => out.end(r));
   } else {
-    throw new Error('mode must be encode, bench or decode');
+    throw new Error('mode must be encode, bench, benchbatch, pretok or decode');
   }
 }
 
