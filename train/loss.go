@@ -144,3 +144,31 @@ func SampledSoftmax[T Float](m *Model[T], hf []T, targets []int32, negs []int32,
 	}
 	return loss * invn, n, dhf
 }
+
+// ContractTargets builds the targets of the reference-gradient contract
+// (scripts/ref/onecore_ref.py grad): every position t < T−1 whose next id is
+// not <bos> predicts ids[t+1] (even <pad>).
+func ContractTargets(ids []int32) []int32 {
+	tg := make([]int32, len(ids))
+	for t := range ids {
+		tg[t] = -1
+		if t+1 < len(ids) && ids[t+1] != bosID {
+			tg[t] = ids[t+1]
+		}
+	}
+	return tg
+}
+
+// ContractLossGrad computes, on one packed stream, the loss of the
+// reference contract (mean full-vocabulary cross-entropy over
+// ContractTargets; no auxiliary loss) and accumulates its gradients into
+// m.P.Grad with the training backward pass.
+func ContractLossGrad[T Float](m *Model[T], ids []int32) float64 {
+	aux := m.AuxCoef
+	m.AuxCoef = 0
+	defer func() { m.AuxCoef = aux }()
+	hf := m.Forward(ids, 0)
+	loss, _, dhf := FullCE(m, hf, ContractTargets(ids), true)
+	m.Backward(dhf)
+	return loss
+}
