@@ -1,0 +1,234 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/onecore-dev/onecore/amx"
+)
+
+// LogitsMode says at which positions Prefill returns logits.
+type LogitsMode int
+
+// Logits modes.
+const (
+	LogitsNone LogitsMode = iota
+	LogitsLast            // the document's last position: [vocab]
+	LogitsAll             // every position: [n × vocab]
+)
+
+// Want selects what Prefill computes per document. The body of the model
+// always runs; the readout (the biggest GEMM) only where asked.
+type Want struct {
+	// Hidden returns the final-RMSNorm output at every position [n × D].
+	Hidden bool
+	// Mean returns the mean over all positions (<bos> included) of the
+	// final-RMSNorm output [D] (embeddings; the classifier head's input).
+	Mean bool
+	// Logits returns raw readout logits (no vocabulary mask).
+	Logits LogitsMode
+	// LogProbs returns log p(doc[i+1] | doc[..i]) for i < n−1 [n−1]
+	// (scoring). With MaskVocab the generation.json vocabulary mask is
+	// applied before the softmax.
+	LogProbs  bool
+	MaskVocab bool
+	// Classify returns the classifier head's logits [n_labels]:
+	// mean · head.cls.w + head.cls.b (the checkpoint must have head.cls).
+	Classify bool
+}
+
+// Result is one document's Prefill output; fields not asked for are nil.
+type Result struct {
+	Hidden   []float32
+	Mean     []float32
+	Logits   []float32
+	LogProbs []float32
+	Class    []float32
+}
+
+// DefaultPassTokens is how many tokens Prefill packs into one pass by
+// default: enough rows that every weight GEMM has M ≥ 256 several times
+// over, small enough that the pass's activations stay in L2.
+const DefaultPassTokens = 1024
+
+// MaxDocTokens bounds one document's length: a document is processed in a
+// single pass, so its activations must fit in memory.
+const MaxDocTokens = 1 << 16
+
+// Prefill runs the model over docs (each a document starting with <bos>,
+// or a document start by convention) and returns what want asks for, per
+// document. Documents are packed several per pass; a document's results are
+// bit-identical however it is packed, ordered or spread over instances.
+func (in *Instance) Prefill(docs [][]int32, want Want) ([]Result, error) {
+	if err := in.checkDocs(docs); err != nil {
+		return nil, err
+	}
+	if want.Classify && in.m.nLabels == 0 {
+		return nil, fmt.Errorf("classifier output requested but the checkpoint has no %s tensor", HeadClsW)
+	}
+	res := make([]Result, len(docs))
+	pass := in.PassTokens
+	if pass <= 0 {
+		pass = DefaultPassTokens
+	}
+	for i := 0; i < len(docs); {
+		j, tok := i, 0
+		for j < len(docs) && (j == i || tok+len(docs[j]) <= pass) {
+			tok += len(docs[j])
+			j++
+		}
+		in.export = nil
+		in.setup(docs[i:j])
+		in.forward()
+		in.collect(docs[i:j], res[i:j], want)
+		i = j
+	}
+	return res, nil
+}
+
+func (in *Instance) checkDocs(docs [][]int32) error {
+	V := in.m.Cfg.VocabSize
+	for i, d := range docs {
+		if len(d) == 0 {
+			return fmt.Errorf("document %d is empty", i)
+		}
+		if len(d) > MaxDocTokens {
+			return fmt.Errorf("document %d has %d tokens, more than the %d a pass holds", i, len(d), MaxDocTokens)
+		}
+		for p, t := range d {
+			if t < 0 || int(t) >= V {
+				return fmt.Errorf("document %d position %d: token id %d out of range 0..%d", i, p, t, V-1)
+			}
+		}
+	}
+	return nil
+}
+
+// collect extracts the requested outputs of the pass just run.
+func (in *Instance) collect(docs [][]int32, res []Result, want Want) {
+	D, V := in.m.Cfg.DModel, in.m.Cfg.VocabSize
+	for di, s := range in.segs {
+		r := &res[di]
+		if want.Hidden {
+			r.Hidden = append([]float32(nil), in.xf[s.start*D:(s.start+s.n)*D]...)
+		}
+		if want.Mean || want.Classify {
+			mean := make([]float32, D)
+			in.blockMean(mean, s.start, s.n)
+			if want.Classify {
+				r.Class = in.m.classify(mean)
+			}
+			if want.Mean {
+				r.Mean = mean
+			}
+		}
+		switch want.Logits {
+		case LogitsAll:
+			r.Logits = make([]float32, s.n*V)
+			in.readout(s.start, s.n, r.Logits)
+		case LogitsLast:
+			r.Logits = make([]float32, V)
+			in.readout(s.start+s.n-1, 1, r.Logits)
+		}
+		if want.LogProbs {
+			r.LogProbs = in.logProbs(docs[di], s, r.Logits, want.Logits == LogitsAll, want.MaskVocab)
+		}
+	}
+}
+
+// readout writes logits = xb[rows] · Eᵀ for n rows from row r0.
+func (in *Instance) readout(r0, n int, dst []float32) {
+	D, V := in.m.Cfg.DModel, in.m.Cfg.VocabSize
+	in.matmul(n, in.xb[r0*D:], D, in.m.readT, dst, V, nil)
+}
+
+// logProbTile is how many rows of logits logProbs materialises at once.
+const logProbTile = 32
+
+// logProbs returns log p(doc[i+1] | ..i) for i < n−1, reusing full logits
+// when the caller computed them anyway.
+func (in *Instance) logProbs(doc []int32, s segment, full []float32, haveFull, mask bool) []float32 {
+	V := in.m.Cfg.VocabSize
+	out := make([]float32, s.n-1)
+	var tile []float32
+	if !haveFull {
+		in.lpTile = growF(in.lpTile, logProbTile*V)
+		tile = in.lpTile
+	}
+	for i0 := 0; i0 < s.n-1; i0 += logProbTile {
+		nr := min(logProbTile, s.n-1-i0)
+		rows := full
+		if haveFull {
+			rows = full[i0*V:]
+		} else {
+			in.readout(s.start+i0, nr, tile)
+			rows = tile
+		}
+		t0 := in.tick()
+		for i := 0; i < nr; i++ {
+			row := rows[i*V : (i+1)*V]
+			if mask {
+				in.m.applyMask(row)
+			}
+			out[i0+i] = row[doc[i0+i+1]] - logSumExp(row)
+		}
+		in.tock(OpOther, t0)
+	}
+	return out
+}
+
+// logSumExp is log Σ exp(x) computed stably.
+func logSumExp(x []float32) float32 {
+	m := float32(math.Inf(-1))
+	for _, v := range x {
+		if v > m {
+			m = v
+		}
+	}
+	if math.IsInf(float64(m), -1) {
+		return m
+	}
+	var s float32
+	for _, v := range x {
+		s += expf(v - m)
+	}
+	return m + float32(math.Log(float64(s)))
+}
+
+// applyMask sets the logits of generation.json's masked ids to −Inf.
+func (m *Model) applyMask(logits []float32) {
+	if m.Gen == nil {
+		return
+	}
+	ninf := float32(math.Inf(-1))
+	for _, id := range m.Gen.VocabMask {
+		logits[id] = ninf
+	}
+}
+
+// classify applies the classifier head to a mean-pooled hidden state.
+func (m *Model) classify(mean []float32) []float32 {
+	n := m.nLabels
+	out := append([]float32(nil), m.clsB...)
+	for d, x := range mean {
+		amx.Axpy(x, m.clsW[d*n:(d+1)*n], out)
+	}
+	return out
+}
+
+// SplitDocs splits a packed stream into documents: a new document starts
+// at every <bos> and at the start of the stream (even without <bos>).
+func SplitDocs(stream []int32) [][]int32 {
+	var docs [][]int32
+	start := 0
+	for i, t := range stream {
+		if t == BosID && i > start {
+			docs = append(docs, stream[start:i])
+			start = i
+		}
+	}
+	if len(stream) > start {
+		docs = append(docs, stream[start:])
+	}
+	return docs
+}

@@ -1,0 +1,54 @@
+package train
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// benchStep runs one full training step (forward, sampled softmax,
+// backward, AdamW) of config c on rows×rowLen random tokens.
+func benchStep(b *testing.B, c *Config, rows, rowLen int) {
+	p := NewParams[float32](ParamSpecs(c, 0))
+	p.Init(c, 1)
+	m := NewModel(c, p)
+	opt := NewAdamW(p, 0.1)
+	rng := rand.New(rand.NewPCG(1, 2))
+	ids := make([]int32, rows*rowLen)
+	for i := range ids {
+		ids[i] = int32(3 + rng.IntN(c.VocabSize-3))
+		if i%97 == 0 {
+			ids[i] = bosID
+		}
+	}
+	tg := make([]int32, len(ids))
+	Targets(ids, rowLen, tg, nil)
+	logq := make([]float64, c.VocabSize)
+	for i := range logq {
+		logq[i] = -math.Log(float64(c.VocabSize))
+	}
+	negs := make([]int32, 512)
+	for i := range negs {
+		negs[i] = int32(rng.IntN(c.VocabSize))
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		p.ZeroGrad()
+		hf := m.Forward(ids, rowLen)
+		_, _, dhf := SampledSoftmax(m, hf, tg, negs, logq)
+		m.Backward(dhf)
+		opt.Update(p, 1e-3, 1)
+	}
+	b.ReportMetric(float64(b.N*len(ids))/b.Elapsed().Seconds(), "tok/s")
+}
+
+func BenchmarkTrainStepDense(b *testing.B) {
+	c := DefaultConfig()
+	benchStep(b, &c, 8, 256)
+}
+
+func BenchmarkTrainStepMoE(b *testing.B) {
+	c := DefaultConfig()
+	c.MoELayers = []int{0, 3, 5}
+	benchStep(b, &c, 8, 256)
+}
