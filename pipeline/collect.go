@@ -146,6 +146,7 @@ func (r *runner) drain(sr *shardRun) error {
 			if err := sr.rej.add(rejectRow{File: it.doc.File, Row: it.doc.Row, ID: it.doc.ID, Reason: it.reject}); err != nil {
 				return err
 			}
+			crashPoint("reject")
 			continue
 		}
 		sr.textBytes += int64(it.textLen)
@@ -174,6 +175,7 @@ func (r *runner) flush(sr *shardRun) error {
 	if err := sr.w.Write(rec); err != nil {
 		return fmt.Errorf("write part %s: %w", r.od.PartPath(sr.name), err)
 	}
+	crashPoint("write")
 	return nil
 }
 
@@ -193,9 +195,11 @@ func (r *runner) maybeFinish(sr *shardRun) error {
 		return fmt.Errorf("close part %s: %w", r.od.PartPath(sr.name), err)
 	}
 	sr.w = nil
+	crashPoint("renamed")
 	if err := sr.rej.close(); err != nil {
 		return err
 	}
+	crashPoint("rejects")
 	m := jobs.Marker{Shard: sr.Key, Part: filepath.Base(r.od.PartPath(sr.name)), RowsIn: sr.total, RowsOut: sr.rowsOut, Rejected: sr.rejected, Tokens: sr.tokens}
 	if sr.fileErr != nil {
 		m.BadFile = sr.fileErr.Error()
@@ -203,6 +207,7 @@ func (r *runner) maybeFinish(sr *shardRun) error {
 	if err := r.od.MarkDone(sr.name, m); err != nil {
 		return err
 	}
+	crashPoint("marked")
 	r.sum.shardsDone.Add(1)
 	r.st.doneBytes.Add(sr.Size)
 	r.st.doneText.Add(sr.textBytes)

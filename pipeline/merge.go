@@ -23,6 +23,16 @@ import (
 // complete), gathers the rejects beside it, and removes the staging folder.
 func (r *runner) merge() error {
 	final := r.out.merge
+	lk, err := r.od.Lock("_merge") // one assembler at a time
+	if err != nil {
+		return fmt.Errorf("assembling %s: %w", final, err)
+	}
+	defer lk.Unlock()
+	// Temporaries of an assembly killed earlier.
+	stale, _ := filepath.Glob(filepath.Join(filepath.Dir(final), "."+filepath.Base(final)+".tmp-*"))
+	for _, f := range stale {
+		os.Remove(f)
+	}
 	var parts, rejects []string
 	for _, sh := range r.cfg.Shards { // world is 1 in merge mode: every shard is ours
 		name := jobs.PartName(sh.Key)
@@ -54,12 +64,15 @@ func (r *runner) merge() error {
 				w.Abort()
 				return fmt.Errorf("merge %s: %w", p, err)
 			}
+			crashPoint("merge")
 		}
 		if err := w.Close(); err != nil {
 			return fmt.Errorf("close %s: %w", final, err)
 		}
 	}
+	crashPoint("merged")
 	r.unlockAll()
+	lk.Unlock()
 	return os.RemoveAll(r.od.Path)
 }
 

@@ -407,6 +407,7 @@ func (r *runner) read(ctx context.Context, tokCh chan<- *item, collCh chan<- eve
 				}
 				it := &item{shard: sr, seq: seq, doc: doc}
 				seq++
+				crashPoint("read")
 				r.st.addBusy(stRead, t0)
 				tokCh <- it
 				t0 = time.Now()
@@ -531,6 +532,7 @@ func (r *runner) engine(i int, in <-chan []*item, collCh chan<- event, ready cha
 		t0 := time.Now()
 		err := r.task.run(w, r.cfg.Tokenizer, pack)
 		r.st.addBusy(stEngine, t0)
+		crashPoint("engine")
 		if err != nil {
 			fail(fmt.Errorf("engine worker %d: %w", i, err))
 			broken = true
