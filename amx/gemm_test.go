@@ -273,3 +273,32 @@ func TestBatchInvariance(t *testing.T) {
 		}
 	}
 }
+
+// TestSelfTest: every available kernel passes the doctor's self-test, and
+// the self-test catches a broken kernel.
+func TestSelfTest(t *testing.T) {
+	for _, k := range Available() {
+		if err := SelfTest(k); err != nil {
+			t.Errorf("SelfTest(%v): %v", k, err)
+		}
+	}
+	saved := matmulImpl[KernelGeneric]
+	defer func() { matmulImpl[KernelGeneric] = saved }()
+	base := saved
+	// A "kernel" that is wrong in one element must fail — compare it by
+	// breaking generic and testing a fast kernel against it, or, on a
+	// machine with no fast kernel, breaking generic's output directly.
+	matmulImpl[KernelGeneric] = func(m int, a []BF16, lda int, b *Matrix, c []float32, ldc int, ep *Epilogue) {
+		base(m, a, lda, b, c, ldc, ep)
+		if c != nil && m > 3 && b.N > 3 {
+			c[3*ldc+3] += 1
+		}
+	}
+	k := Available()[0]
+	if k == KernelGeneric {
+		return // purego / no fast kernel: nothing to compare a broken generic with
+	}
+	if err := SelfTest(k); err == nil {
+		t.Fatalf("SelfTest(%v) passed against a broken reference", k)
+	}
+}
