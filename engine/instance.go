@@ -45,12 +45,12 @@ type Instance struct {
 	probs  []amx.BF16
 	kt, vp *amx.Matrix
 	// linear attention scratch
-	lkt     []amx.BF16
-	la, ela []float32
-	linTmp  []float32
-	state   []float32 // [lin_heads × d_state × lin_head_dim]
-	stateB  []amx.BF16
-	sp      *amx.Matrix
+	lkt      []amx.BF16
+	la, decW []float32
+	linTmp   []float32
+	state    []float32 // [lin_heads × d_state × lin_head_dim]
+	stateB   []amx.BF16
+	sp       *amx.Matrix
 	// MoE scratch
 	rexp    []int32   // [n×top_k] selected experts, ascending
 	rgate   []float32 // [n×top_k] their gates
