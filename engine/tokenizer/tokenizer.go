@@ -141,6 +141,9 @@ func Parse(data []byte) (*Tokenizer, error) {
 	for _, id := range t.vocab {
 		n = max(n, int(id)+1)
 	}
+	if n > maxID {
+		return nil, fmt.Errorf("added_tokens: id %d above the limit %d", n-1, maxID)
+	}
 	t.tokens = make([]string, n)
 	t.special = make([]bool, n)
 	for tok, id := range pm.vocab {
@@ -150,8 +153,30 @@ func Parse(data []byte) (*Tokenizer, error) {
 		t.tokens[a.ID] = a.Content
 		t.special[a.ID] = a.Special
 	}
+	if err := checkPostIDs(t.post, n); err != nil {
+		return nil, err
+	}
 	t.pool.New = func() any { return new(scratch) }
 	return t, nil
+}
+
+// checkPostIDs makes sure the post-processor only adds existing ids.
+func checkPostIDs(p postProcessor, n int) error {
+	switch p := p.(type) {
+	case seqPost:
+		for _, q := range p {
+			if err := checkPostIDs(q, n); err != nil {
+				return err
+			}
+		}
+	case templatePost:
+		for _, id := range append(append([]int32{}, p.before...), p.after...) {
+			if id < 0 || int(id) >= n {
+				return fmt.Errorf("post_processor: special token id %d outside the vocabulary [0, %d)", id, n)
+			}
+		}
+	}
+	return nil
 }
 
 // VocabSize returns the number of ids (largest id + 1, added tokens included).
