@@ -21,10 +21,8 @@ func (in *Instance) swaPrefill(li int, lw *layerWeights) {
 	in.matmul(n, in.xb, D, lw.wqkv, in.proj, P, nil)
 
 	t0 := in.tick()
-	half := hd / 2
 	for r := 0; r < n; r++ {
-		p := int(in.pos[r])
-		cs, sn := in.cos[p*half:(p+1)*half], in.sin[p*half:(p+1)*half]
+		cs, sn := in.rope(int(in.pos[r]))
 		row := in.proj[r*P : (r+1)*P]
 		for h := 0; h < 2*H; h++ { // q heads then k heads
 			amx.RoPE(row[h*hd:(h+1)*hd], cs, sn)
@@ -42,13 +40,24 @@ func (in *Instance) swaPrefill(li int, lw *layerWeights) {
 		for c0 := 0; c0 < s.n; c0 += W {
 			q0 := s.start + c0
 			nq := min(W, s.n-c0)
-			k0, off := q0, 0
-			if c0 > 0 {
+			// Keys and values: rows [k0, q0+nq) of prjb, or for the first
+			// chunk of a continued piece, the carried chunk staged in
+			// front of this one.
+			kv, ldkv, k0 := in.prjb, P, q0
+			off := 0
+			switch {
+			case c0 > 0:
 				k0, off = q0-W, W
+			case s.off > 0:
+				kv, ldkv, k0, off = in.stageCarry(li, s.carry, q0, nq), 2*sd, 0, W
 			}
-			nk := q0 + nq - k0
+			nk := off + nq
+			kcol, vcol := sd, 2*sd
+			if ldkv == 2*sd {
+				kcol, vcol = 0, sd
+			}
 			for h := 0; h < H; h++ {
-				in.kt = amx.PackTransposedFor(kern, in.kt, hd, nk, in.prjb[k0*P+sd+h*hd:], P)
+				in.kt = amx.PackTransposedFor(kern, in.kt, hd, nk, kv[k0*ldkv+kcol+h*hd:], ldkv)
 				ep := in.epilogue()
 				ep.Scale = scale
 				amx.MatMul(nq, in.prjb[q0*P+h*hd:], P, in.kt, in.scores, nk, ep)
@@ -58,15 +67,25 @@ func (in *Instance) swaPrefill(li int, lw *layerWeights) {
 					if off > 0 {
 						lo, hi = i+1, W+i+1
 					}
-					clear(row[:lo])
-					clear(row[hi:])
 					amx.SoftmaxRow(row[lo:hi])
-					amx.ToBF16(in.probs[i*nk:(i+1)*nk], row)
+					prow := in.probs[i*nk : (i+1)*nk]
+					clear(prow[:lo])
+					amx.ToBF16(prow[lo:hi], row[lo:hi])
+					clear(prow[hi:])
 				}
-				in.vp = amx.PackFor(kern, in.vp, nk, hd, in.prjb[k0*P+2*sd+h*hd:], P)
+				in.vp = amx.PackFor(kern, in.vp, nk, hd, kv[k0*ldkv+vcol+h*hd:], ldkv)
 				ep = in.epilogue()
 				ep.OutBF16, ep.LdOut = in.mixb[q0*sd+h*hd:], sd
 				amx.MatMul(nq, in.probs, nk, in.vp, nil, 0, ep)
+			}
+		}
+		if !s.final && s.carry != nil {
+			// The piece ends on a chunk boundary: its last chunk is the
+			// next piece's previous chunk.
+			for i := 0; i < W; i++ {
+				r := s.start + s.n - W + i
+				copy(s.carry.k[li][i*sd:(i+1)*sd], in.prjb[r*P+sd:r*P+2*sd])
+				copy(s.carry.v[li][i*sd:(i+1)*sd], in.prjb[r*P+2*sd:r*P+3*sd])
 			}
 		}
 		if in.export != nil && in.export[si] != nil {
@@ -78,4 +97,22 @@ func (in *Instance) swaPrefill(li int, lw *layerWeights) {
 	ep := in.epilogue()
 	ep.Accumulate = true
 	in.matmul(n, in.mixb, sd, lw.wo, in.h, D, ep)
+}
+
+// stageCarry lays out [carried K|V of the previous chunk; K|V of rows
+// q0..q0+nq) as rows of width 2·sd and returns the buffer.
+func (in *Instance) stageCarry(li int, cr *carry, q0, nq int) []amx.BF16 {
+	c := &in.m.Cfg
+	W, sd := c.Window, c.SWAHeads*c.SWAHeadDim
+	P := 3 * sd
+	in.stage = growB(in.stage, (W+nq)*2*sd)
+	for i := 0; i < W; i++ {
+		copy(in.stage[i*2*sd:i*2*sd+sd], cr.k[li][i*sd:(i+1)*sd])
+		copy(in.stage[i*2*sd+sd:(i+1)*2*sd], cr.v[li][i*sd:(i+1)*sd])
+	}
+	for i := 0; i < nq; i++ {
+		r := q0 + i
+		copy(in.stage[(W+i)*2*sd:(W+i+1)*2*sd], in.prjb[r*P+sd:r*P+3*sd])
+	}
+	return in.stage
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
@@ -286,6 +287,11 @@ func (s *parquetSource) utf8(b []byte, field string) (string, error) {
 			return "", fmt.Errorf("%q is not valid UTF-8", field)
 		}
 		return string(toValidUTF8(b)), nil
+	}
+	if s.opts.Borrow {
+		// page buffers are never recycled (pages are not Released), so
+		// this stays valid even past the next row
+		return unsafe.String(unsafe.SliceData(b), len(b)), nil
 	}
 	return string(b), nil
 }

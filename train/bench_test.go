@@ -22,7 +22,7 @@ func benchStep(b *testing.B, c *Config, rows, rowLen int) {
 		}
 	}
 	tg := make([]int32, len(ids))
-	Targets(ids, rowLen, tg)
+	Targets(ids, rowLen, tg, nil)
 	logq := make([]float64, c.VocabSize)
 	for i := range logq {
 		logq[i] = -math.Log(float64(c.VocabSize))

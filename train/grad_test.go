@@ -35,8 +35,10 @@ func tinyBatch() (ids, targets []int32, rowLen int) {
 	return
 }
 
-func randomParams64(c *Config, seed uint64) *Params[float64] {
-	p := NewParams[float64](ParamSpecs(c, 0))
+func randomParams64(c *Config, seed uint64) *Params[float64] { return randomParams64L(c, seed, 0) }
+
+func randomParams64L(c *Config, seed uint64, nLabels int) *Params[float64] {
+	p := NewParams[float64](ParamSpecs(c, nLabels))
 	p.Init(c, seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	// perturb gains and biases so their gradients are not trivially symmetric
@@ -124,4 +126,30 @@ func TestGradFiniteDifferences(t *testing.T) {
 			})
 		})
 	}
+}
+
+func TestGradClassifierHead(t *testing.T) {
+	c := tinyConfig(true)
+	p := randomParams64L(c, 3, 3)
+	rng := rand.New(rand.NewPCG(3, 3))
+	for _, name := range []string{"head.cls.w", "head.cls.b"} {
+		for i := range p.W(name) {
+			p.W(name)[i] = rng.NormFloat64()
+		}
+	}
+	m := NewModel(c, p)
+	m.AuxCoef = 0
+	batch := []labeledDoc{{[]int32{1, 5, 6, 7}, 0}, {[]int32{1, 9}, 2}, {[]int32{1, 4, 4, 4, 8, 3}, 1}}
+	var ids []int32
+	for _, d := range batch {
+		ids = append(ids, d.ids...)
+	}
+	checkGrads(t, p, func(grad bool) float64 {
+		hf := m.Forward(ids, 0)
+		l, dhf := headLoss(p, hf, batch, 3)
+		if grad {
+			m.Backward(dhf)
+		}
+		return l
+	})
 }

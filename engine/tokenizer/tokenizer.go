@@ -102,19 +102,38 @@ func Parse(data []byte) (*Tokenizer, error) {
 			return nil, err
 		}
 	}
+	// Ids of added tokens are assigned as Hugging Face does when loading
+	// (the "id" fields are only checked there): a token already in the
+	// vocabulary keeps that id, a new one gets the next free id after the
+	// model vocabulary.
+	added := map[string]int32{}
+	maxAdded := int32(-1)
 	var raw, normd []addedToken
-	for i, a := range f.AddedTokens {
-		if a.ID < 0 {
-			return nil, fmt.Errorf("added_tokens[%d] %q: negative id", i, a.Content)
-		}
+	for i := range f.AddedTokens {
+		a := &f.AddedTokens[i]
 		if a.Content == "" {
 			return nil, fmt.Errorf("added_tokens[%d]: empty content", i)
 		}
-		t.vocab[a.Content] = a.ID
-		if a.Normalized && t.norm != nil {
-			normd = append(normd, a)
+		if id, ok := added[a.Content]; ok {
+			a.ID = id
+		} else if id, ok := pm.vocab[a.Content]; ok {
+			a.ID = id
 		} else {
-			raw = append(raw, a)
+			a.ID = int32(len(pm.vocab))
+			if maxAdded >= a.ID {
+				a.ID = maxAdded + 1
+			}
+		}
+		added[a.Content] = a.ID
+		maxAdded = max(maxAdded, a.ID)
+		t.vocab[a.Content] = a.ID
+		m := *a
+		if a.Normalized && t.norm != nil {
+			// Matched after normalization, so against its normalized form.
+			m.Content = t.norm.normalize(a.Content)
+			normd = append(normd, m)
+		} else {
+			raw = append(raw, m)
 		}
 	}
 	t.rawAdded, t.normAdded = newAddedMatcher(raw), newAddedMatcher(normd)
