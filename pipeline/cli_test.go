@@ -184,3 +184,165 @@ func TestKillResumeExactlyOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestBadInputs: a corrupt zstd file, a garbage Parquet file, malformed
+// lines, empty texts, a missing text field and a 20 MB document mid-run:
+// the run completes, exit code 3, every row is out or rejected with its
+// file and row, and the summary counts it all.
+func TestBadInputs(t *testing.T) {
+	tmp := t.TempDir()
+	model := filepath.Join(tmp, "model")
+	writeTinyModel(t, model)
+	in := filepath.Join(tmp, "in")
+	docs := genDocs(40, 9)
+	writeShards(t, in, docs, 2) // s00.parquet, s01.jsonl.zst: 40 good rows
+	huge := strings.Repeat("word ", 4<<20) // 20 MiB
+	writeJSONL(t, filepath.Join(in, "s02.jsonl"), []string{
+		`{"id":"ok1","text":"fine"}`,
+		`{"id":"bad1","text":`, // malformed
+		`{"id":"empty","text":""}`,
+		`{"id":"notext"}`,
+		`{"id":"huge","text":"` + huge + `"}`,
+		`{"id":"ok2","text":"also fine"}`,
+	}, false)
+	// A zstd stream cut in half: its first rows may still be read.
+	var lines []string
+	for i := range 2000 {
+		lines = append(lines, fmt.Sprintf(`{"id":"z%d","text":"row %d of a file that will be cut"}`, i, i))
+	}
+	writeJSONL(t, filepath.Join(in, "s03.jsonl.zst"), lines, true)
+	zb, _ := os.ReadFile(filepath.Join(in, "s03.jsonl.zst"))
+	os.WriteFile(filepath.Join(in, "s03.jsonl.zst"), zb[:len(zb)/2], 0o644)
+	os.WriteFile(filepath.Join(in, "s04.parquet"), []byte("PAR1 this is not parquet PAR1"), 0o644)
+
+	out := filepath.Join(tmp, "out")
+	stdout, stderr, code := cliRun(t, nil, "score", "--model", model, "--in", in, "--out", out, "--workers", "2", "--progress", "none")
+	if code != 3 {
+		t.Fatalf("exit %d, want 3 (partial)\n%s", code, stderr)
+	}
+	var sum Summary
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	if sum.RowsIn != sum.RowsOut+sum.Rejected {
+		t.Fatalf("rows in %d != out %d + rejected %d", sum.RowsIn, sum.RowsOut, sum.Rejected)
+	}
+	if sum.BadFiles != 2 || sum.Rejected != 3 || sum.ShardsDone != 5 {
+		t.Fatalf("summary %+v", sum)
+	}
+	ids := partIDs(t, out, "parquet")
+	if int64(len(ids)) != sum.RowsOut {
+		t.Fatalf("%d rows in parts, summary says %d", len(ids), sum.RowsOut)
+	}
+	have := strings.Join(ids, ",")
+	for _, id := range []string{"ok1", "ok2", "huge", "d0000", "d0039"} {
+		if !strings.Contains(","+have+",", ","+id+",") {
+			t.Fatalf("row %s missing", id)
+		}
+	}
+	var rejs []string
+	files, _ := filepath.Glob(filepath.Join(out, jobs.RejectsDir, "*.jsonl"))
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		rejs = append(rejs, strings.Split(strings.TrimSpace(string(b)), "\n")...)
+	}
+	all := strings.Join(rejs, "\n")
+	for _, want := range []string{`"row":1`, `"row":2`, `"row":3`, "s03.jsonl.zst", "s04.parquet", "empty text"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("rejects lack %q:\n%s", want, all)
+		}
+	}
+	if !strings.Contains(stderr, "rejected") {
+		t.Errorf("stderr does not explain the exit code:\n%s", stderr)
+	}
+}
+
+// duckdbQuery runs SQL statements in one DuckDB (npm @duckdb/node-api)
+// and returns each statement's rows as JSON objects.
+func duckdbQuery(t *testing.T, sqls ...string) [][]map[string]any {
+	t.Helper()
+	node := testenv.LookPath(t, "node")
+	script := `const { DuckDBInstance } = require('@duckdb/node-api');
+(async () => {
+  const db = await DuckDBInstance.create(':memory:');
+  const con = await db.connect();
+  const out = [];
+  for (const q of JSON.parse(process.argv[1])) out.push((await con.runAndReadAll(q)).getRowObjectsJson());
+  process.stdout.write(JSON.stringify(out));
+})().catch(e => { console.error(e); process.exit(1); });`
+	qs, _ := json.Marshal(sqls)
+	cmd := exec.Command(node, "-e", script, string(qs))
+	cmd.Env = append(os.Environ(), "NODE_PATH="+testenv.NodeModules(t))
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("duckdb %q: %v\n%s", sqls, err, ee.Stderr)
+		}
+		t.Fatal(err)
+	}
+	var rows [][]map[string]any
+	if err := json.Unmarshal(out, &rows); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	return rows
+}
+
+// TestDuckDBReadsOutputs: DuckDB reads every task's Parquet output (merged
+// files and a parts directory) with the documented column types.
+func TestDuckDBReadsOutputs(t *testing.T) {
+	tmp := t.TempDir()
+	model := filepath.Join(tmp, "model")
+	writeTinyModel(t, model)
+	in := filepath.Join(tmp, "in")
+	writeShards(t, in, genDocs(30, 4), 3)
+	common := map[string]string{"id": "VARCHAR", "file": "VARCHAR", "row": "BIGINT", "tokens": "INTEGER", "truncated": "BOOLEAN", "url": "VARCHAR"}
+	tasks := []struct {
+		task  string
+		extra []string
+		cols  map[string]string
+	}{
+		{"classify", nil, map[string]string{"label": "VARCHAR", "score": "FLOAT", "probs": "FLOAT[]"}},
+		{"score", nil, map[string]string{"mean_logprob": "DOUBLE", "perplexity": "DOUBLE"}},
+		{"extract", []string{"--question", "who?", "--max-new-tokens", "3"}, map[string]string{"answer": "VARCHAR", "answer_logprob": "FLOAT", "abstained": "BOOLEAN"}},
+		{"embed", nil, map[string]string{"embedding": "FLOAT[]"}},
+	}
+	var sqls []string
+	for _, tc := range tasks {
+		out := filepath.Join(tmp, tc.task+".parquet")
+		args := append([]string{"extract", "--task", tc.task, "--model", model, "--in", in, "--out", out, "--keep", "url", "--progress", "none"}, tc.extra...)
+		if _, stderr, code := cliRun(t, nil, args...); code != 0 {
+			t.Fatalf("%s: exit %d\n%s", tc.task, code, stderr)
+		}
+		sqls = append(sqls, fmt.Sprintf("DESCRIBE SELECT * FROM read_parquet('%s')", out),
+			fmt.Sprintf("SELECT count(*) AS n, count(DISTINCT id) AS d FROM read_parquet('%s')", out))
+	}
+	dir := filepath.Join(tmp, "parts")
+	if _, stderr, code := cliRun(t, nil, "score", "--model", model, "--in", in, "--out", dir, "--progress", "none"); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	sqls = append(sqls, fmt.Sprintf("SELECT count(*) AS n, count(DISTINCT id) AS d FROM read_parquet('%s/*.parquet')", dir))
+	res := duckdbQuery(t, sqls...)
+	for i, tc := range tasks {
+		got := map[string]string{}
+		for _, r := range res[2*i] {
+			got[r["column_name"].(string)] = r["column_type"].(string)
+		}
+		want := map[string]string{}
+		for k, v := range common {
+			want[k] = v
+		}
+		for k, v := range tc.cols {
+			want[k] = v
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: DuckDB sees columns %v, documented %v", tc.task, got, want)
+		}
+		if n := res[2*i+1][0]; fmt.Sprintf("%v %v", n["n"], n["d"]) != "30 30" {
+			t.Errorf("%s: counts %v", tc.task, n)
+		}
+	}
+	if n := res[len(res)-1][0]; fmt.Sprintf("%v %v", n["n"], n["d"]) != "30 30" {
+		t.Errorf("parts directory: counts %v", n)
+	}
+}
