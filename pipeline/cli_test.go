@@ -195,7 +195,7 @@ func TestBadInputs(t *testing.T) {
 	writeTinyModel(t, model)
 	in := filepath.Join(tmp, "in")
 	docs := genDocs(40, 9)
-	writeShards(t, in, docs, 2) // s00.parquet, s01.jsonl.zst: 40 good rows
+	writeShards(t, in, docs, 2)            // s00.parquet, s01.jsonl.zst: 40 good rows
 	huge := strings.Repeat("word ", 4<<20) // 20 MiB
 	writeJSONL(t, filepath.Join(in, "s02.jsonl"), []string{
 		`{"id":"ok1","text":"fine"}`,
