@@ -76,7 +76,7 @@ func (r *runner) startProgress() func() {
 					d, k := rates()
 					done := r.progressBytes()
 					args := []any{"docs", r.st.rowsOut.Load(), "rejected", r.st.rejected.Load(), "docs_per_s", int(d), "tok_per_s", int(k),
-						"shards_done", r.sum.doneCount(), "shards_todo", r.sum.ShardsToDo}
+						"shards_done", r.st.shardsDone.Load(), "shards_todo", r.sum.ShardsToDo}
 					if done > 0 && r.total > 0 {
 						el := time.Since(start)
 						eta := time.Duration(float64(el) * float64(r.total-done) / float64(done)).Round(time.Second)

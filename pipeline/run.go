@@ -209,11 +209,11 @@ func resolveOutput(out, format string, p jobs.Placement) (output, error) {
 
 // stats are the run's live counters (atomics: read by the progress loop).
 type stats struct {
-	rowsIn, rowsOut, rejected, tokens, docsSeen atomic.Int64
-	badFiles, files                             atomic.Int64
-	doneBytes, doneText                         atomic.Int64          // finished shards: input bytes, text bytes
-	textSeen                                    atomic.Int64          // text bytes collected
-	busy                                        [nStages]atomic.Int64 // nanoseconds
+	rowsIn, rowsOut, rejected, tokens atomic.Int64
+	badFiles, files, shardsDone       atomic.Int64
+	doneBytes, doneText               atomic.Int64          // finished shards: input bytes, text bytes
+	textSeen                          atomic.Int64          // text bytes collected
+	busy                              [nStages]atomic.Int64 // nanoseconds
 }
 
 const (
