@@ -84,6 +84,12 @@ func doctor(w io.Writer) error {
 			fmt.Fprintf(w, "self-test:  %-10s ok (vs generic, ragged shapes, guard cells)\n", k)
 		}
 	}
+	if err := amx.SelfTestElementwise(); err != nil {
+		failed++
+		fmt.Fprintf(w, "self-test:  elementwise (%s) FAIL: %v\n", amx.ElementwiseKernel(), err)
+	} else {
+		fmt.Fprintf(w, "self-test:  elementwise (%s) ok\n", amx.ElementwiseKernel())
+	}
 	if selErr != nil {
 		return selErr
 	}
