@@ -44,3 +44,31 @@ func BenchmarkPeak(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkElementwise compares the fast elementwise kernels with the
+// generic ones at the model's sizes.
+func BenchmarkElementwise(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	x, g := randF32(r, 512), randF32(r, 512)
+	dst, dbf := make([]float32, 512), make([]BF16, 512)
+	for _, c := range []struct {
+		name string
+		fast func()
+		gen  func()
+	}{
+		{"SoftmaxRow512", func() { copy(dst, x); SoftmaxRow(dst) }, func() { copy(dst, x); softmaxGeneric(dst) }},
+		{"RMSNorm256", func() { RMSNorm(dst[:256], dbf[:256], x[:256], g[:256], 1e-5) }, func() { rmsNormGeneric(dst[:256], dbf[:256], x[:256], g[:256], 1e-5) }},
+		{"ToBF16_512", func() { ToBF16(dbf, x) }, func() { toBF16Generic(dbf, x) }},
+	} {
+		b.Run(c.name+"/"+ElementwiseKernel(), func(b *testing.B) {
+			for b.Loop() {
+				c.fast()
+			}
+		})
+		b.Run(c.name+"/generic", func(b *testing.B) {
+			for b.Loop() {
+				c.gen()
+			}
+		})
+	}
+}

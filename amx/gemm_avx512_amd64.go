@@ -35,6 +35,7 @@ type dpArgs struct {
 	out   unsafe.Pointer // OutBF16 at the panel's first column (if fBF16)
 	ldo   uintptr        // OutBF16 row stride, bytes
 	acc   unsafe.Pointer // partial sums, 64 fp32 per row (fLoadAcc, fRawStore)
+	pf    unsafe.Pointer // packed B the next call will read (fPrefetch)
 }
 
 // Epilogue flags, as in amx/_gen/avx512.go.
@@ -48,6 +49,7 @@ const (
 	fBF16
 	fLoadAcc
 	fRawStore
+	fPrefetch
 )
 
 // Cache blocking. A block of mc512 rows of A is multiplied by one panel
@@ -60,7 +62,7 @@ const (
 var partialPool = sync.Pool{New: func() any { return new([]float32) }}
 
 var (
-	mc512   = 48
+	mc512   = 256
 	kc512   = 256
 	l2Panel = 256 << 10 // bytes of packed B kept in L2 while all rows pass
 )
@@ -209,6 +211,11 @@ func matmulPanel512(tmpl *dpArgs, pn, i0, rows, kc int, a []BF16, lda int, b *Ma
 		}
 		if k0+kl < k {
 			q.flags |= fRawStore
+			q.flags |= fPrefetch
+			q.pf = unsafe.Pointer(&panel[(k0+kl)*nr512])
+		} else if next := (pn + 1) * kp * 2 * nr512; next < len(b.bf16) {
+			q.flags |= fPrefetch
+			q.pf = unsafe.Pointer(&b.bf16[next])
 		}
 		dpbf16Panel(&q)
 	}

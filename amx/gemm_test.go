@@ -200,10 +200,16 @@ func runMatMul(t testing.TB, kern Kernel, s shape, a []BF16, lda int, pb *Matrix
 }
 
 func TestMatMulKernels(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
 	kernels := Available()
 	t.Logf("kernels: %v", kernels)
-	for _, s := range shapeMix() {
+	checkKernels(t, kernels, shapeMix())
+}
+
+// checkKernels runs every kernel on every shape and epilogue against the
+// float64 reference, with guards around the outputs.
+func checkKernels(t *testing.T, kernels []Kernel, shapes []shape) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, s := range shapes {
 		lda, ldb, ldc, ldo := s.k+3, s.n+5, s.n+7, s.n+2
 		a := randBF16(r, (s.m-1)*lda+s.k)
 		b := randBF16(r, (s.k-1)*ldb+s.n)
@@ -265,5 +271,34 @@ func TestBatchInvariance(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestSelfTest: every available kernel passes the doctor's self-test, and
+// the self-test catches a broken kernel.
+func TestSelfTest(t *testing.T) {
+	for _, k := range Available() {
+		if err := SelfTest(k); err != nil {
+			t.Errorf("SelfTest(%v): %v", k, err)
+		}
+	}
+	saved := matmulImpl[KernelGeneric]
+	defer func() { matmulImpl[KernelGeneric] = saved }()
+	base := saved
+	// A "kernel" that is wrong in one element must fail — compare it by
+	// breaking generic and testing a fast kernel against it, or, on a
+	// machine with no fast kernel, breaking generic's output directly.
+	matmulImpl[KernelGeneric] = func(m int, a []BF16, lda int, b *Matrix, c []float32, ldc int, ep *Epilogue) {
+		base(m, a, lda, b, c, ldc, ep)
+		if c != nil && m > 3 && b.N > 3 {
+			c[3*ldc+3] += 1
+		}
+	}
+	k := Available()[0]
+	if k == KernelGeneric {
+		return // purego / no fast kernel: nothing to compare a broken generic with
+	}
+	if err := SelfTest(k); err == nil {
+		t.Fatalf("SelfTest(%v) passed against a broken reference", k)
 	}
 }

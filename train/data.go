@@ -95,23 +95,11 @@ func readFile(path, textField string, explicit bool, fn func(string) error) erro
 		return fmt.Errorf("data: %w", err)
 	}
 	defer f.Close()
-	var r io.Reader = f
-	switch {
-	case strings.HasSuffix(path, ".gz"):
-		gz, err := gzip.NewReader(f)
-		if err != nil {
-			return fmt.Errorf("data %s: %w", path, err)
-		}
-		defer gz.Close()
-		r = gz
-	case strings.HasSuffix(path, ".zst"):
-		zr, err := zstd.NewReader(f)
-		if err != nil {
-			return fmt.Errorf("data %s: %w", path, err)
-		}
-		defer zr.Close()
-		r = zr
+	r, closeR, err := decompress(path, f)
+	if err != nil {
+		return err
 	}
+	defer closeR()
 	if isJSONL(path) {
 		return readJSONL(path, r, textField, fn)
 	}
@@ -168,6 +156,9 @@ func readJSONL(path string, r io.Reader, textField string, fn func(string) error
 type Corpus struct {
 	Tokens []int32
 	Offs   []int64
+	// Learn, when set (post-training), marks the tokens the model is
+	// trained to predict (answers and their <eos>); nil = every token.
+	Learn []bool
 }
 
 // Docs is the number of documents.
@@ -274,8 +265,9 @@ func (p *Packer) epochOrder() []int {
 	return p.order
 }
 
-// Next fills row (len RowLen) with the next tokens, padding with <pad>.
-func (p *Packer) Next(row []int32) {
+// Next fills row (len RowLen) with the next tokens, padding with <pad>;
+// learn, if non-nil, receives the corpus's Learn flags (false for padding).
+func (p *Packer) Next(row []int32, learn []bool) {
 	n := 0
 	for n < len(row) {
 		ord := p.epochOrder()
@@ -288,6 +280,10 @@ func (p *Packer) Next(row []int32) {
 		if len(doc) <= space || n == 0 || len(doc) > len(row) {
 			k := min(len(doc), space)
 			copy(row[n:], doc[:k])
+			if learn != nil {
+				off := p.C.Offs[ord[p.Cur.Pos]] + p.Cur.Off
+				copy(learn[n:n+k], p.C.Learn[off:off+int64(k)])
+			}
 			n += k
 			if k == len(doc) {
 				p.Cur.Pos++
@@ -300,15 +296,38 @@ func (p *Packer) Next(row []int32) {
 		break // whole document fits in the next row: pad this one
 	}
 	clear(row[n:])
+	if learn != nil {
+		clear(learn[n:])
+	}
 }
 
 // Targets writes the next-token targets of rows (−1 where there is none:
-// the last position of a row, before <bos> or <pad>).
-func Targets(ids []int32, rowLen int, dst []int32) {
+// the last position of a row, before <bos> or <pad>, and, when learn is
+// non-nil, before a token not marked to be learned).
+func Targets(ids []int32, rowLen int, dst []int32, learn []bool) {
 	for t := range ids {
 		dst[t] = -1
-		if (t+1)%rowLen != 0 && ids[t+1] != bosID && ids[t+1] != padID {
+		if (t+1)%rowLen != 0 && ids[t+1] != bosID && ids[t+1] != padID && (learn == nil || learn[t+1]) {
 			dst[t] = ids[t+1]
 		}
 	}
+}
+
+// decompress wraps r in a gzip or zstd reader when path says so.
+func decompress(path string, r io.Reader) (io.Reader, func(), error) {
+	switch {
+	case strings.HasSuffix(path, ".gz"):
+		gz, err := gzip.NewReader(r)
+		if err != nil {
+			return nil, nil, fmt.Errorf("data %s: %w", path, err)
+		}
+		return gz, func() { gz.Close() }, nil
+	case strings.HasSuffix(path, ".zst"):
+		zr, err := zstd.NewReader(r)
+		if err != nil {
+			return nil, nil, fmt.Errorf("data %s: %w", path, err)
+		}
+		return zr, zr.Close, nil
+	}
+	return r, func() {}, nil
 }

@@ -24,11 +24,19 @@ func ValFlat(m *Model[float32], val *Corpus, rowLen, batch, maxTokens int) (floa
 	var n int
 	ids := make([]int32, batch*rowLen)
 	tg := make([]int32, batch*rowLen)
+	var learn []bool
+	if val.Learn != nil {
+		learn = make([]bool, len(ids))
+	}
 	for seen := 0; seen < maxTokens && p.Cur.Epoch == 0; seen += len(ids) {
 		for r := 0; r < batch; r++ {
-			p.Next(ids[r*rowLen : (r+1)*rowLen])
+			var lr []bool
+			if learn != nil {
+				lr = learn[r*rowLen : (r+1)*rowLen]
+			}
+			p.Next(ids[r*rowLen:(r+1)*rowLen], lr)
 		}
-		Targets(ids, rowLen, tg)
+		Targets(ids, rowLen, tg, learn)
 		hf := m.Forward(ids, rowLen)
 		l, k, _ := FullCE(m, hf, tg, false)
 		sum += l * float64(k)

@@ -9,11 +9,13 @@ import "math"
 // so memory stays bounded for large vocabularies.
 func FullCE[T Float](m *Model[T], hf []T, targets []int32, grad bool) (loss float64, n int, dhf []T) {
 	D, V := m.Cfg.DModel, m.Cfg.VocabSize
-	for _, y := range targets {
+	var rows []int // positions with a target: only those need logits
+	for t, y := range targets {
 		if y >= 0 {
-			n++
+			rows = append(rows, t)
 		}
 	}
+	n = len(rows)
 	if grad {
 		dhf = make([]T, len(hf))
 	}
@@ -23,19 +25,18 @@ func FullCE[T Float](m *Model[T], hf []T, targets []int32, grad bool) (loss floa
 	emb := m.P.W("emb")
 	const chunk = 64
 	logits := make([]T, chunk*V)
-	for t0 := 0; t0 < len(targets); t0 += chunk {
-		t1 := min(t0+chunk, len(targets))
-		rows := t1 - t0
-		gemm(m.ws, rows, D, V, hf[t0*D:t1*D], false, emb, true, logits[:rows*V], false)
-		valid := false
-		for r := 0; r < rows; r++ {
+	h := make([]T, chunk*D)
+	dh := make([]T, chunk*D)
+	for c0 := 0; c0 < n; c0 += chunk {
+		c1 := min(c0+chunk, n)
+		k := c1 - c0
+		for r, t := range rows[c0:c1] {
+			copy(h[r*D:(r+1)*D], hf[t*D:(t+1)*D])
+		}
+		gemm(m.ws, k, D, V, h[:k*D], false, emb, true, logits[:k*V], false)
+		for r, t := range rows[c0:c1] {
 			l := logits[r*V : (r+1)*V]
-			y := targets[t0+r]
-			if y < 0 {
-				clear(l)
-				continue
-			}
-			valid = true
+			y := targets[t]
 			mx := l[0]
 			for _, v := range l {
 				mx = max(mx, v)
@@ -53,9 +54,12 @@ func FullCE[T Float](m *Model[T], hf []T, targets []int32, grad bool) (loss floa
 				l[y] -= T(1 / float64(n))
 			}
 		}
-		if grad && valid {
-			gemm(m.ws, rows, V, D, logits[:rows*V], false, emb, false, dhf[t0*D:t1*D], false)
-			gemm(m.ws, V, rows, D, logits[:rows*V], true, hf[t0*D:t1*D], false, m.P.G("emb"), true)
+		if grad {
+			gemm(m.ws, k, V, D, logits[:k*V], false, emb, false, dh[:k*D], false)
+			for r, t := range rows[c0:c1] {
+				copy(dhf[t*D:(t+1)*D], dh[r*D:(r+1)*D])
+			}
+			gemm(m.ws, V, k, D, logits[:k*V], true, h[:k*D], false, m.P.G("emb"), true)
 		}
 	}
 	return loss / float64(n), n, dhf
@@ -71,7 +75,7 @@ func SampledSoftmax[T Float](m *Model[T], hf []T, targets []int32, negs []int32,
 	D := m.Cfg.DModel
 	N, S := len(targets), len(negs)
 	emb, demb := m.P.W("emb"), m.P.G("emb")
-	dhf = make([]T, len(hf))
+	dhf = m.buf("dhf", len(hf))
 	for _, y := range targets {
 		if y >= 0 {
 			n++
@@ -80,14 +84,14 @@ func SampledSoftmax[T Float](m *Model[T], hf []T, targets []int32, negs []int32,
 	if n == 0 {
 		return 0, 0, dhf
 	}
-	eneg := make([]T, S*D)
-	corr := make([]T, S)
+	eneg := m.buf("eneg", S*D)
+	corr := m.buf("corr", S)
 	lns := math.Log(float64(S))
 	for j, id := range negs {
 		copy(eneg[j*D:(j+1)*D], emb[int(id)*D:(int(id)+1)*D])
 		corr[j] = T(lns + logq[id])
 	}
-	sc := make([]T, N*S)
+	sc := m.buf("sc", N*S)
 	gemm(m.ws, N, D, S, hf, false, eneg, true, sc, false)
 	invn := 1 / float64(n)
 	for t, y := range targets {
@@ -130,7 +134,7 @@ func SampledSoftmax[T Float](m *Model[T], hf []T, targets []int32, negs []int32,
 		}
 	}
 	gemm(m.ws, N, S, D, sc, false, eneg, false, dhf, true)
-	dneg := make([]T, S*D)
+	dneg := m.buf("dneg", S*D)
 	gemm(m.ws, S, N, D, sc, true, hf, false, dneg, false)
 	for j, id := range negs {
 		row := demb[int(id)*D : (int(id)+1)*D]
@@ -139,4 +143,32 @@ func SampledSoftmax[T Float](m *Model[T], hf []T, targets []int32, negs []int32,
 		}
 	}
 	return loss * invn, n, dhf
+}
+
+// ContractTargets builds the targets of the reference-gradient contract
+// (scripts/ref/onecore_ref.py grad): every position t < T−1 whose next id is
+// not <bos> predicts ids[t+1] (even <pad>).
+func ContractTargets(ids []int32) []int32 {
+	tg := make([]int32, len(ids))
+	for t := range ids {
+		tg[t] = -1
+		if t+1 < len(ids) && ids[t+1] != bosID {
+			tg[t] = ids[t+1]
+		}
+	}
+	return tg
+}
+
+// ContractLossGrad computes, on one packed stream, the loss of the
+// reference contract (mean full-vocabulary cross-entropy over
+// ContractTargets; no auxiliary loss) and accumulates its gradients into
+// m.P.Grad with the training backward pass.
+func ContractLossGrad[T Float](m *Model[T], ids []int32) float64 {
+	aux := m.AuxCoef
+	m.AuxCoef = 0
+	defer func() { m.AuxCoef = aux }()
+	hf := m.Forward(ids, 0)
+	loss, _, dhf := FullCE(m, hf, ContractTargets(ids), true)
+	m.Backward(dhf)
+	return loss
 }

@@ -239,9 +239,9 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 			return ErrInterrupted
 		}
 		for r := 0; r < o.Batch; r++ {
-			packer.Next(ids[r*o.SeqLen : (r+1)*o.SeqLen])
+			packer.Next(ids[r*o.SeqLen:(r+1)*o.SeqLen], nil)
 		}
-		Targets(ids, o.SeqLen, tg)
+		Targets(ids, o.SeqLen, tg, nil)
 		rng := rand.New(rand.NewPCG(o.Seed, uint64(st.Step)))
 		for i := range negs {
 			negs[i] = neg.draw(rng)

@@ -20,6 +20,7 @@ const (
 	offOut   = 104
 	offLdo   = 112
 	offAcc   = 120
+	offPf    = 128
 )
 
 // Epilogue flags (dpArgs.flags); keep in sync with the Go side.
@@ -33,6 +34,7 @@ const (
 	fBF16     = 64
 	fLoadAcc  = 128 // start from the partial sums at p.acc (a later K chunk)
 	fRawStore = 256 // store the raw sums to p.acc, no epilogue (not the last K chunk)
+	fPrefetch = 512 // prefetch the next B panel from p.pf while multiplying
 )
 
 // mr512 is the register tile height: mr512 rows × 64 columns = 4·mr512
@@ -83,6 +85,7 @@ GLOBL bf16c<>(SB), RODATA|NOPTR, $20
 	a.i("IMULQ $%d, AX", mr512)
 	a.i("ADDQ AX, %d(DI)", offOut)
 	a.i("ADDQ $%d, %d(DI)", mr512*256, offAcc)
+	a.i("ANDQ $~%d, %d(DI)", fPrefetch, offFlags) // only the first block prefetches
 	a.i("SUBQ $%d, %d(DI)", mr512, offM)
 	a.i("JMP loop6")
 	a.label("tail")
@@ -131,30 +134,28 @@ func block(a *asm, mr int) {
 	a.label("loaded" + t)
 	a.i("TESTQ CX, CX")
 	a.i("JZ ktail" + t)
+	a.i("MOVQ %d(DI), R14", offFlags)
+	a.i("TESTQ $%d, R14", fPrefetch)
+	a.i("JZ kloop" + t)
+	// Same loop, also pulling the next panel (p.pf) toward L1, 256 bytes
+	// per K-pair: the first row block of a panel hides the next one's
+	// memory latency.
+	a.i("MOVQ %d(DI), AX", offPf)
+	a.label("kloopPF" + t)
+	kstep(a, mr, true)
+	a.i("JNZ kloopPF" + t)
+	a.i("JMP ktail" + t)
 	a.label("kloop" + t)
-	loadB := func() {
-		for z := 0; z < 4; z++ {
-			a.i("VMOVUPS %d(SI), Z%d", 64*z, z)
-		}
-	}
-	loadB()
-	for r := 0; r < mr; r++ {
-		ar := 4 + r&1
-		a.i("VPBROADCASTD (%s)(DX*1), Z%d", rowReg[r], ar)
-		for z := 0; z < 4; z++ {
-			a.vdpbf16ps(acc(r, z), ar, z)
-		}
-	}
-	a.i("ADDQ $256, SI")
-	a.i("ADDQ $4, DX")
-	a.i("DECQ CX")
+	kstep(a, mr, false)
 	a.i("JNZ kloop" + t)
 	a.label("ktail" + t)
 	// Odd K: the last pair is (A[K-1], 0) against (B[K-1], 0): read A's
 	// last element alone so the row end is never overrun.
 	a.i("CMPQ %d(DI), $0", offKodd)
 	a.i("JEQ epi" + t)
-	loadB()
+	for z := 0; z < 4; z++ {
+		a.i("VMOVUPS %d(SI), Z%d", 64*z, z)
+	}
 	for r := 0; r < mr; r++ {
 		ar := 4 + r&1
 		a.i("MOVWLZX (%s)(DX*1), R14", rowReg[r])
@@ -177,6 +178,33 @@ func block(a *asm, mr int) {
 	a.label("final" + t)
 	epilogue(a, mr)
 	a.label("end" + t)
+}
+
+// kstep emits one K-pair step of the register tile, ending with the
+// loop counter's DECQ (the caller emits the branch).
+func kstep(a *asm, mr int, prefetch bool) {
+	for z := 0; z < 4; z++ {
+		a.i("VMOVUPS %d(SI), Z%d", 64*z, z)
+	}
+	for r := 0; r < mr; r++ {
+		ar := 4 + r&1
+		a.i("VPBROADCASTD (%s)(DX*1), Z%d", rowReg[r], ar)
+		for z := 0; z < 4; z++ {
+			a.vdpbf16ps(acc(r, z), ar, z)
+		}
+		if prefetch && r < 4 {
+			a.i("PREFETCHT1 %d(AX)", 64*r)
+		}
+	}
+	for r := mr; prefetch && r < 4; r++ {
+		a.i("PREFETCHT1 %d(AX)", 64*r)
+	}
+	if prefetch {
+		a.i("ADDQ $256, AX")
+	}
+	a.i("ADDQ $256, SI")
+	a.i("ADDQ $4, DX")
+	a.i("DECQ CX")
 }
 
 // epilogue applies dpArgs.flags to the mr×64 accumulator tile, in the

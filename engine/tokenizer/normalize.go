@@ -63,11 +63,11 @@ type stripAccentsNormalizer struct{}
 
 func (stripAccentsNormalizer) normalize(s string) string { return stripAccents(s) }
 
-// stripAccents removes nonspacing marks (Mn), as Hugging Face's StripAccents
-// does after its caller applied NFD.
+// stripAccents removes nonspacing marks (Mn, in unicode_categories' tables
+// like Hugging Face), as StripAccents does after its caller applied NFD.
 func stripAccents(s string) string {
 	return strings.Map(func(r rune) rune {
-		if unicode.Is(unicode.Mn, r) {
+		if unicode.Is(bertMnTable, r) {
 			return -1
 		}
 		return r
@@ -140,21 +140,15 @@ func bertIsWhitespace(r rune) bool {
 	return r == '\t' || r == '\n' || r == '\r' || unicode.IsSpace(r)
 }
 
-// bertIsControl is Hugging Face's is_control: categories Cc, Cf, Cn, Co, Cs
-// except tab, newline and carriage return.
+// bertIsControl is Hugging Face's is_control: unicode_categories' is_other
+// (Cc, Cf, Co as listed in its tables, see unicode_bert.go) except tab,
+// newline and carriage return.
 func bertIsControl(r rune) bool {
 	if r == '\t' || r == '\n' || r == '\r' {
 		return false
 	}
-	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Co, unicode.Cs) || isUnassigned(r)
+	return unicode.Is(bertControlTable, r)
 }
-
-// assignedCategories covers every assigned code point (Go's unicode.C is
-// Cc, Cf, Co and Cs; it has no table for Cn).
-var assignedCategories = []*unicode.RangeTable{unicode.L, unicode.M, unicode.N, unicode.P, unicode.S, unicode.Z, unicode.C}
-
-// isUnassigned reports category Cn.
-func isUnassigned(r rune) bool { return !unicode.IsOneOf(assignedCategories, r) }
 
 func isChineseChar(r rune) bool {
 	return (r >= 0x4E00 && r <= 0x9FFF) || (r >= 0x3400 && r <= 0x4DBF) ||

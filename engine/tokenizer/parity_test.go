@@ -133,3 +133,5 @@ func testParity(t *testing.T, name string) {
 
 func TestParityGPT2(t *testing.T)   { testParity(t, "gpt2") }
 func TestParityLlama3(t *testing.T) { testParity(t, "llama3") }
+func TestParityLlama2(t *testing.T) { testParity(t, "llama2") }
+func TestParityBERT(t *testing.T)   { testParity(t, "bert") }

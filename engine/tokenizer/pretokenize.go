@@ -300,12 +300,13 @@ func (p funcPre) split(s string, _ bool, out []string) []string {
 	return out
 }
 
-// isBertPunct is Hugging Face's is_bert_punc: ASCII punctuation or Unicode P*.
+// isBertPunct is Hugging Face's is_bert_punc: ASCII punctuation or P* in
+// unicode_categories' tables (unicode_bert.go).
 func isBertPunct(r rune) bool {
 	if r < utf8.RuneSelf {
 		return (r >= '!' && r <= '/') || (r >= ':' && r <= '@') || (r >= '[' && r <= '`') || (r >= '{' && r <= '~')
 	}
-	return unicode.IsPunct(r)
+	return unicode.Is(bertPunctTable, r)
 }
 
 // charClassPre splits into maximal runs of one class, dropping runs whose

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"sort"
 	"unicode"
 	"unicode/utf8"
 )
@@ -26,15 +27,37 @@ const (
 	clSpace
 )
 
-var asciiClass [utf8.RuneSelf]uint8
+var (
+	asciiClass [utf8.RuneSelf]uint8
+	bmpClass   [0x10000]uint8 // class of every BMP code point, overrides applied
+	suppRanges []classRange   // sorted overrides above the BMP
+)
 
-func init() {
-	for c := 0; c < utf8.RuneSelf; c++ {
-		asciiClass[c] = runeClass(rune(c))
-	}
+type classRange struct {
+	lo, hi rune
+	class  uint8
 }
 
-func runeClass(r rune) uint8 {
+func init() {
+	for r := rune(0); r < 0x10000; r++ {
+		bmpClass[r] = goRuneClass(r)
+	}
+	for _, o := range onigOverrides {
+		for _, rg := range o.ranges {
+			for r := rg[0]; r <= rg[1] && r < 0x10000; r++ {
+				bmpClass[r] = o.class
+			}
+			if rg[1] >= 0x10000 {
+				suppRanges = append(suppRanges, classRange{max(rg[0], 0x10000), rg[1], o.class})
+			}
+		}
+	}
+	sort.Slice(suppRanges, func(i, j int) bool { return suppRanges[i].lo < suppRanges[j].lo })
+	copy(asciiClass[:], bmpClass[:utf8.RuneSelf])
+}
+
+// goRuneClass classifies with Go's unicode tables.
+func goRuneClass(r rune) uint8 {
 	switch {
 	case unicode.IsLetter(r):
 		return clLetter
@@ -44,6 +67,20 @@ func runeClass(r rune) uint8 {
 		return clSpace
 	}
 	return clOther
+}
+
+// runeClass classifies r as Oniguruma in Hugging Face tokenizers does: Go's
+// tables plus the generated overrides for characters added in newer Unicode
+// versions (unicode_onig.go).
+func runeClass(r rune) uint8 {
+	if r < 0x10000 {
+		return bmpClass[r]
+	}
+	i := sort.Search(len(suppRanges), func(i int) bool { return suppRanges[i].hi >= r })
+	if i < len(suppRanges) && suppRanges[i].lo <= r {
+		return suppRanges[i].class
+	}
+	return goRuneClass(r)
 }
 
 // classAt returns the class and byte width of the character at s[i]. An

@@ -17,6 +17,7 @@ CLI (run with /usr/bin/python3; needs Debian's python3-torch and numpy):
   onecore_ref.py init    --config C.json --seed N --out DIR
   onecore_ref.py forward --checkpoint DIR --ids IDS.json --out LOGITS.bin [--margins M.json]
   onecore_ref.py grad    --checkpoint DIR --ids IDS.json --out GRADS.safetensors [--margins M.json] [--loss L.json]
+  onecore_ref.py batch   JOBS.json   (a JSON list of the argument lists above, run in one process)
 
 forward writes float32 little-endian logits [T x vocab_size]. grad writes the
 float32 gradient of every parameter (same names as model.safetensors) of
@@ -26,9 +27,11 @@ float32 gradient of every parameter (same names as model.safetensors) of
 (full-vocabulary cross-entropy; MoE top-k selection treated as a constant,
 gradients flow through the gates). --margins writes the MoE routing report:
 every (layer, document, block) with its selected experts and its margin
-(k-th minus (k+1)-th router logit), and "stable": a per-position flag that is
+(k-th minus (k+1)-th router logit); "stable": a per-position flag that is
 false from the first unstable block (margin < 0.05, block index >= 1) to the
-end of its document.
+end of its document; "lin_amplification": per position, the worst
+linear-attention cancellation factor (see lin_attn), large where the output
+is ill-conditioned under bf16.
 """
 
 import argparse
@@ -342,6 +345,17 @@ def doc_layout(ids):
     return torch.tensor(doc, dtype=torch.long), torch.tensor(pos, dtype=torch.long)
 
 
+# When set, every GEMM's activation operand is rounded to bf16 first: a model
+# of an engine that feeds bf16 activations to bf16 GEMMs with wide
+# accumulation. Used only to measure the error such an engine should show,
+# which is what the parity tolerance is derived from (see --emulate-bf16).
+EMULATE_BF16 = False
+
+
+def gin(x):
+    return bf16_round(x) if EMULATE_BF16 else x
+
+
 def rmsnorm(x, g, eps):
     return x / torch.sqrt((x * x).mean(-1, keepdim=True) + eps) * g
 
@@ -362,25 +376,33 @@ def swa(x, P, p, cfg, doc, pos):
     """Sliding-window attention, naive: full [T, T] scores with the mask."""
     T = x.shape[0]
     H, hd = cfg["swa_heads"], cfg["swa_head_dim"]
+    x = gin(x)
     q = (x @ P[p + "swa.wq"]).view(T, H, hd)
     k = (x @ P[p + "swa.wk"]).view(T, H, hd)
-    v = (x @ P[p + "swa.wv"]).view(T, H, hd)
-    q = rope(q, pos, cfg["rope_theta"])
-    k = rope(k, pos, cfg["rope_theta"])
+    v = gin((x @ P[p + "swa.wv"]).view(T, H, hd))
+    q = gin(rope(q, pos, cfg["rope_theta"]))
+    k = gin(rope(k, pos, cfg["rope_theta"]))
     i = torch.arange(T)[:, None]
     j = torch.arange(T)[None, :]
     mask = (j <= i) & (i - j < cfg["window"]) & (doc[:, None] == doc[None, :])
     scores = torch.einsum("ihd,jhd->hij", q, k) / math.sqrt(hd)
     scores = scores.masked_fill(~mask[None], float("-inf"))
     att = torch.softmax(scores, dim=-1)
-    o = torch.einsum("hij,jhd->ihd", att, v).reshape(T, H * hd)
-    return o @ P[p + "swa.wo"]
+    o = torch.einsum("hij,jhd->ihd", gin(att), v).reshape(T, H * hd)
+    return gin(o) @ P[p + "swa.wo"]
 
 
-def lin_attn(x, P, p, cfg, doc, pos):
-    """Log-decay linear attention, naive: the recurrence one token at a time."""
+def lin_attn(x, P, p, cfg, doc, pos, amp=None):
+    """Log-decay linear attention, naive: the recurrence one token at a time.
+
+    amp (optional, [T]) is raised to each position's worst cancellation
+    factor |q|·|S|_F / |qᵀS| over heads: the per-head RMSNorm divides by |o|,
+    so where qᵀS nearly cancels (at a <bos>, S = k vᵀ and the factor is
+    1/|cos(q,k)|) relative input noise is amplified by about this much and
+    the normalised output may even flip sign under bf16 rounding."""
     T = x.shape[0]
     H, ds, dv = cfg["lin_heads"], cfg["d_state"], cfg["lin_head_dim"]
+    x = gin(x)
     q = (x @ P[p + "lin.wq"]).view(T, H, ds) / math.sqrt(ds)
     k = (x @ P[p + "lin.wk"]).view(T, H, ds)
     v = (x @ P[p + "lin.wv"]).view(T, H, dv)
@@ -394,14 +416,18 @@ def lin_attn(x, P, p, cfg, doc, pos):
         else:
             S = torch.exp(a[t])[:, None, None] * S + kv
         outs.append(torch.einsum("hs,hsv->hv", q[t], S))
+        if amp is not None:
+            with torch.no_grad():
+                f = q[t].norm(dim=-1) * S.flatten(1).norm(dim=-1) / outs[-1].norm(dim=-1)
+                amp[t] = max(float(amp[t]), float(f.nan_to_num(math.inf).max()))
     o = torch.stack(outs)  # [T, H, dv]
     gn = P[p + "lin.gn"].view(H, dv)
     o = rmsnorm(o, gn, cfg["norm_eps"]).reshape(T, H * dv)
-    return o @ P[p + "lin.wo"]
+    return gin(o) @ P[p + "lin.wo"]
 
 
 def mlp(x, P, p):
-    return torch.relu(x @ P[p + "mlp.w_up"]) ** 2 @ P[p + "mlp.w_down"]
+    return gin(torch.relu(gin(x) @ P[p + "mlp.w_up"]) ** 2) @ P[p + "mlp.w_down"]
 
 
 def route(logits, k):
@@ -430,11 +456,11 @@ def moe(x, P, p, cfg, doc, pos, layer, report):
             logits = r @ P[p + "moe.router.w"] + P[p + "moe.router.b"]
             sel, margin = route(logits, K)
             gates = torch.softmax(logits[sel], dim=0)
-            xb = x[bs:be]
+            xb = gin(x[bs:be])
             yb = torch.zeros(be - bs, D, dtype=x.dtype)
             for g, ex in zip(gates, sel):
                 h = torch.relu(xb @ P[p + "moe.w_up"][ex]) ** 2
-                yb = yb + (g * h) @ P[p + "moe.w_down"][ex]
+                yb = yb + gin(g * h) @ P[p + "moe.w_down"][ex]
             parts.append(yb)
             if report is not None:
                 report.append({"layer": layer, "doc": d, "block": b, "start": bs, "end": be,
@@ -444,9 +470,10 @@ def moe(x, P, p, cfg, doc, pos, layer, report):
     return torch.cat(parts, 0)
 
 
-def forward(cfg, P, ids, report=None, hidden=False):
+def forward(cfg, P, ids, report=None, hidden=False, amp=None):
     """Logits [T, V] (float64) of a packed stream. report: list to which MoE
-    routing decisions are appended."""
+    routing decisions are appended; amp: [T] tensor of zeros that receives
+    the linear-attention cancellation factors (see lin_attn)."""
     if len(ids) == 0:
         raise RefError("ids: empty stream")
     V = cfg["vocab_size"]
@@ -459,14 +486,17 @@ def forward(cfg, P, ids, report=None, hidden=False):
     for i, kind in enumerate(cfg["layers"]):
         p = f"layers.{i}."
         x = rmsnorm(h, P[p + "norm1.g"], eps)
-        h = h + (swa if kind == "swa" else lin_attn)(x, P, p, cfg, doc, pos)
+        if kind == "swa":
+            h = h + swa(x, P, p, cfg, doc, pos)
+        else:
+            h = h + lin_attn(x, P, p, cfg, doc, pos, amp)
         x = rmsnorm(h, P[p + "norm2.g"], eps)
         if i in cfg["moe_layers"]:
             h = h + moe(x, P, p, cfg, doc, pos, i, report)
         else:
             h = h + mlp(x, P, p)
     hf = rmsnorm(h, P["norm.g"], eps)
-    logits = hf @ P["emb"].T
+    logits = gin(hf) @ P["emb"].T
     return (logits, hf) if hidden else logits
 
 
@@ -516,10 +546,11 @@ def read_ids(path):
     return ids
 
 
-def write_margins(path, ids, report):
+def write_margins(path, ids, report, amp):
     with open(path, "w") as f:
         json.dump({"margin_min": MARGIN_MIN, "blocks": report,
-                   "stable": stable_positions(ids, report)}, f)
+                   "stable": stable_positions(ids, report),
+                   "lin_amplification": [round(float(x), 3) for x in amp]}, f)
 
 
 def cmd_init(a):
@@ -528,14 +559,16 @@ def cmd_init(a):
 
 
 def cmd_forward(a):
+    global EMULATE_BF16
+    EMULATE_BF16 = a.emulate_bf16
     cfg, P = load_checkpoint(a.checkpoint)
     ids = read_ids(a.ids)
-    report = []
+    report, amp = [], torch.zeros(len(ids))
     with torch.no_grad():
-        logits = forward(cfg, P, ids, report)
+        logits = forward(cfg, P, ids, report, amp=amp)
     logits.to(torch.float32).numpy().astype("<f4").tofile(a.out)
     if a.margins:
-        write_margins(a.margins, ids, report)
+        write_margins(a.margins, ids, report, amp)
 
 
 def cmd_grad(a):
@@ -543,20 +576,35 @@ def cmd_grad(a):
     ids = read_ids(a.ids)
     for t in P.values():
         t.requires_grad_(True)
-    report = []
-    loss = loss_fn(forward(cfg, P, ids, report), ids)
+    report, amp = [], torch.zeros(len(ids))
+    loss = loss_fn(forward(cfg, P, ids, report, amp=amp), ids)
     loss.backward()
     write_safetensors(a.out, {n: t.grad for n, t in P.items()}, "F32")
     if a.margins:
-        write_margins(a.margins, ids, report)
+        write_margins(a.margins, ids, report, amp)
     if a.loss:
         with open(a.loss, "w") as f:
             json.dump({"loss": float(loss)}, f)
 
 
+def cmd_batch(a):
+    """Runs a JSON list of argument lists (["init", "--config", ...], ...) in
+    this one process, so tests pay for Python and torch start-up once."""
+    with open(a.jobs) as f:
+        jobs = json.load(f)
+    for argv in jobs:
+        if not isinstance(argv, list) or not argv or argv[0] == "batch":
+            raise RefError(f"{a.jobs}: bad job {argv!r}")
+        if main([str(x) for x in argv]) != 0:
+            raise RefError(f"{a.jobs}: job {argv!r} failed")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("batch", help="run a JSON list of commands in one process")
+    p.add_argument("jobs")
+    p.set_defaults(fn=cmd_batch)
     p = sub.add_parser("init", help="write a random bf16 checkpoint")
     p.add_argument("--config", required=True)
     p.add_argument("--seed", type=int, default=0)
@@ -569,6 +617,9 @@ def main(argv=None):
         p.add_argument("--ids", "--ids-file", dest="ids", required=True)
         p.add_argument("--out", required=True)
         p.add_argument("--margins", help="write the MoE routing report (JSON) here")
+        if name == "forward":
+            p.add_argument("--emulate-bf16", action="store_true",
+                           help="round every GEMM activation operand to bf16 (to size tolerances)")
         if name == "grad":
             p.add_argument("--loss", help="write {\"loss\": L} (JSON) here")
         p.set_defaults(fn=fn)
