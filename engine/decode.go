@@ -121,7 +121,6 @@ func (d *Decoder) Step() []Token {
 	keep := d.active[:0]
 	for i, st := range d.active {
 		row := d.logits[i*V : (i+1)*V]
-		st.logits = append(st.logits[:0], row...)
 		in.m.applyMask(row)
 		tok := d.smp.pick(row, &st.req.Sampling, st.rng)
 		st.made++

@@ -25,7 +25,6 @@ type seqState struct {
 	req     Request
 	made    int // tokens generated
 	rng     *rand.Rand
-	logits  []float32 // the last step's raw logits (for tests and scoring)
 	stopSet map[int32]bool
 }
 
