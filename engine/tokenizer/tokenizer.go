@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // model turns one pre-tokenized piece into ids (appended to dst).
@@ -208,8 +209,13 @@ func (t *Tokenizer) IsSpecial(id int32) bool {
 // recognized either way.
 func (t *Tokenizer) Encode(text string, addSpecial bool) []int32 {
 	sc := t.pool.Get().(*scratch)
-	ids := t.encode(make([]int32, 0, len(text)/4+4), text, sc)
+	ids := t.encodeWith(text, addSpecial, sc)
 	t.pool.Put(sc)
+	return ids
+}
+
+func (t *Tokenizer) encodeWith(text string, addSpecial bool, sc *scratch) []int32 {
+	ids := t.encode(make([]int32, 0, len(text)/4+4), text, sc)
 	if addSpecial && t.post != nil {
 		ids = t.post.process(ids)
 	}
@@ -273,22 +279,16 @@ func (t *Tokenizer) EncodeBatch(texts []string, addSpecial bool, workers int) []
 		workers = runtime.GOMAXPROCS(0)
 	}
 	out := make([][]int32, len(texts))
-	var next sync.Mutex
-	i := 0
+	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < min(workers, len(texts)); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				next.Lock()
-				j := i
-				i++
-				next.Unlock()
-				if j >= len(texts) {
-					return
-				}
-				out[j] = t.Encode(texts[j], addSpecial)
+			sc := t.pool.Get().(*scratch)
+			defer t.pool.Put(sc)
+			for j := int(next.Add(1) - 1); j < len(texts); j = int(next.Add(1) - 1) {
+				out[j] = t.encodeWith(texts[j], addSpecial, sc)
 			}
 		}()
 	}
