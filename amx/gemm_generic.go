@@ -57,7 +57,8 @@ func applyEpilogueRow(i int, acc, crow []float32, ep *Epilogue) {
 	}
 	var out []BF16
 	if ep.OutBF16 != nil {
-		out = ep.OutBF16[i*ep.LdOut : i*ep.LdOut+len(acc)]
+		ld := ep.ldOut(len(acc))
+		out = ep.OutBF16[i*ld : i*ld+len(acc)]
 	}
 	for j, v := range acc {
 		v *= scale
