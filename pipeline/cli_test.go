@@ -346,3 +346,33 @@ func TestDuckDBReadsOutputs(t *testing.T) {
 		t.Errorf("parts directory: counts %v", n)
 	}
 }
+
+// TestDefaultTask: without --task, a model with a classifier head
+// classifies and one without scores; usage errors exit 2.
+func TestDefaultTask(t *testing.T) {
+	tmp := t.TempDir()
+	in := filepath.Join(tmp, "in")
+	writeShards(t, in, genDocs(6, 2), 1)
+	for _, head := range []bool{true, false} {
+		model := filepath.Join(tmp, fmt.Sprint("model", head))
+		writeTinyModelHead(t, model, head)
+		stdout, stderr, code := cliRun(t, nil, "extract", "--model", model, "--in", in, "--out", filepath.Join(tmp, fmt.Sprint("o", head, ".jsonl")), "--progress", "none")
+		if code != 0 {
+			t.Fatalf("exit %d\n%s", code, stderr)
+		}
+		var sum Summary
+		json.Unmarshal([]byte(stdout), &sum)
+		if want := map[bool]string{true: "classify", false: "score"}[head]; sum.Task != want || sum.RowsOut != 6 {
+			t.Fatalf("head=%v: task %s, %d rows", head, sum.Task, sum.RowsOut)
+		}
+	}
+	if _, stderr, code := cliRun(t, nil, "extract", "--in", in); code != 2 || !strings.Contains(stderr, "--out") {
+		t.Fatalf("missing --out: exit %d %s", code, stderr)
+	}
+	if _, stderr, code := cliRun(t, nil, "score", "--task", "embed", "--in", in, "--out", "x/"); code != 2 {
+		t.Fatalf("contradicting --task: exit %d %s", code, stderr)
+	}
+	if _, stderr, code := cliRun(t, nil, "extract", "--in", in, "--out", filepath.Join(tmp, "y/"), "--model", filepath.Join(tmp, "nope")); code != 1 || !strings.Contains(stderr, "nope") {
+		t.Fatalf("missing model: exit %d %s", code, stderr)
+	}
+}
