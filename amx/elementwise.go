@@ -13,7 +13,20 @@ var (
 	addImpl       = addGeneric
 	dotImpl       = dotGeneric
 	axpyImpl      = axpyGeneric
+	ropeImpl      = ropeGeneric
 )
+
+// elementwiseKernel names the installed elementwise fast path.
+var elementwiseKernel = "generic"
+
+// ElementwiseKernel names the implementation behind RMSNorm, SoftmaxRow,
+// ToBF16 and the other elementwise kernels ("avx2" or "generic").
+func ElementwiseKernel() string { return elementwiseKernel }
+
+const maxFloat32 = math.MaxFloat32
+
+// expf is e^x rounded to fp32 (0 for −Inf).
+func expf(x float32) float32 { return float32(math.Exp(float64(x))) }
 
 // RMSNorm writes x / sqrt(mean(x²) + eps) * g into dst (fp32) and, when
 // dstBF16 is non-nil, the same values rounded to bf16 (the next GEMM's A).
@@ -43,8 +56,10 @@ func Axpy(alpha float32, x, y []float32) { axpyImpl(alpha, x, y[:len(x)]) }
 // with c = cos[i], s = sin[i], h = len(x)/2.
 func RoPE(x, cos, sin []float32) {
 	h := len(x) / 2
-	lo, hi := x[:h], x[h:2*h]
-	cos, sin = cos[:h], sin[:h]
+	ropeImpl(x[:h], x[h:2*h], cos[:h], sin[:h])
+}
+
+func ropeGeneric(lo, hi, cos, sin []float32) {
 	for i := range lo {
 		a, b := lo[i], hi[i]
 		lo[i] = a*cos[i] - b*sin[i]
@@ -53,11 +68,16 @@ func RoPE(x, cos, sin []float32) {
 }
 
 func rmsNormGeneric(dst []float32, dstBF16 []BF16, x, g []float32, eps float32) {
-	var ss float32
-	for _, v := range x {
-		ss += v * v
-	}
-	inv := float32(1 / math.Sqrt(float64(ss/float32(len(x))+eps)))
+	scaleMulGeneric(dst, dstBF16, x, g, rmsInv(dotGeneric(x, x), len(x), eps))
+}
+
+// rmsInv is 1/sqrt(ss/n + eps).
+func rmsInv(ss float32, n int, eps float32) float32 {
+	return float32(1 / math.Sqrt(float64(ss/float32(n)+eps)))
+}
+
+// scaleMulGeneric writes x[i]·inv·g[i] to dst and/or dstBF16.
+func scaleMulGeneric(dst []float32, dstBF16 []BF16, x, g []float32, inv float32) {
 	for i, v := range x {
 		y := v * inv * g[i]
 		if dst != nil {
@@ -82,7 +102,7 @@ func softmaxGeneric(x []float32) {
 	}
 	var s float32
 	for i, v := range x {
-		e := float32(math.Exp(float64(v - m)))
+		e := expf(v - m)
 		x[i] = e
 		s += e
 	}

@@ -1,6 +1,9 @@
 package amx
 
-import "fmt"
+import (
+	"fmt"
+	"sync"
+)
 
 // Matrix is a K×N bf16 weight matrix packed for one kernel. Pack it once at
 // load time and share it read-only between goroutines.
@@ -74,7 +77,7 @@ type Epilogue struct {
 	Act        Activation
 	Accumulate bool
 	OutBF16    []BF16 // optional bf16 copy of C, row stride LdOut
-	LdOut      int
+	LdOut      int    // 0 means N
 	// ColScale, if set, multiplies column j by ColScale[j] after Act (MoE
 	// gates: each expert's hidden slice scaled by its gate).
 	ColScale []float32
@@ -96,7 +99,37 @@ func MatMul(m int, a []BF16, lda int, b *Matrix, c []float32, ldc int, ep *Epilo
 	if c == nil && (ep == nil || ep.OutBF16 == nil) {
 		panic("amx: MatMul with neither C nor OutBF16")
 	}
+	checkEpilogue(m, b.N, ep)
 	matmulImpl[b.Kernel](m, a, lda, b, c, ldc, ep)
+}
+
+// checkEpilogue panics, like an index out of range would, when ep's
+// slices are too short for an m×n result: the assembly kernels must never
+// be handed one.
+func checkEpilogue(m, n int, ep *Epilogue) {
+	if ep == nil {
+		return
+	}
+	if ep.Bias != nil && len(ep.Bias) < n {
+		panic(fmt.Sprintf("amx: MatMul Bias len %d < N=%d", len(ep.Bias), n))
+	}
+	if ep.ColScale != nil && len(ep.ColScale) < n {
+		panic(fmt.Sprintf("amx: MatMul ColScale len %d < N=%d", len(ep.ColScale), n))
+	}
+	if ep.OutBF16 != nil {
+		ld := ep.ldOut(n)
+		if ld < n || len(ep.OutBF16) < (m-1)*ld+n {
+			panic(fmt.Sprintf("amx: MatMul OutBF16 %dx%d: LdOut=%d len=%d", m, n, ep.LdOut, len(ep.OutBF16)))
+		}
+	}
+}
+
+// ldOut is OutBF16's row stride for an n-column result.
+func (ep *Epilogue) ldOut(n int) int {
+	if ep.LdOut == 0 {
+		return n
+	}
+	return ep.LdOut
 }
 
 // FLOPs of one m×k×n GEMM.
@@ -112,4 +145,20 @@ var (
 func init() {
 	packImpl[KernelGeneric] = packGeneric
 	matmulImpl[KernelGeneric] = matmulGeneric
+}
+
+// f32Pool holds per-call fp32 scratch (a row accumulator, A widened, C
+// when only OutBF16 is wanted, a ragged panel), so MatMul does not
+// allocate per call.
+var f32Pool = sync.Pool{New: func() any { return new([]float32) }}
+
+// getF32 returns scratch of n floats (contents undefined); put it back
+// with f32Pool.Put.
+func getF32(n int) *[]float32 {
+	p := f32Pool.Get().(*[]float32)
+	if cap(*p) < n {
+		*p = make([]float32, n)
+	}
+	*p = (*p)[:n]
+	return p
 }

@@ -1,0 +1,367 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Checkpoint file names inside a checkpoint directory (DESIGN §3).
+const (
+	ConfigFile     = "config.json"
+	WeightsFile    = "model.safetensors"
+	GenerationFile = "generation.json"
+	TokenizerFile  = "tokenizer.json"
+)
+
+// TensorSpec names one model tensor and its shape.
+type TensorSpec struct {
+	Name  string
+	Shape []int
+}
+
+// Size is the number of elements.
+func (s TensorSpec) Size() int {
+	n := 1
+	for _, d := range s.Shape {
+		n *= d
+	}
+	return n
+}
+
+// TensorSpecs lists every tensor a checkpoint of cfg must hold, with the
+// exact names and shapes of DESIGN §3 (weights stored [in, out]). Optional
+// head.* tensors are not listed.
+func TensorSpecs(cfg *Config) []TensorSpec {
+	D := cfg.DModel
+	sd := cfg.SWAHeads * cfg.SWAHeadDim
+	ld, lv := cfg.LinHeads*cfg.DState, cfg.LinHeads*cfg.LinHeadDim
+	specs := []TensorSpec{{"emb", []int{cfg.VocabSize, D}}}
+	for i, kind := range cfg.Layers {
+		p := fmt.Sprintf("layers.%d.", i)
+		specs = append(specs, TensorSpec{p + "norm1.g", []int{D}}, TensorSpec{p + "norm2.g", []int{D}})
+		switch kind {
+		case MixerSWA:
+			specs = append(specs,
+				TensorSpec{p + "swa.wq", []int{D, sd}},
+				TensorSpec{p + "swa.wk", []int{D, sd}},
+				TensorSpec{p + "swa.wv", []int{D, sd}},
+				TensorSpec{p + "swa.wo", []int{sd, D}})
+		case MixerLinear:
+			specs = append(specs,
+				TensorSpec{p + "lin.wq", []int{D, ld}},
+				TensorSpec{p + "lin.wk", []int{D, ld}},
+				TensorSpec{p + "lin.wv", []int{D, lv}},
+				TensorSpec{p + "lin.wa", []int{D, cfg.LinHeads}},
+				TensorSpec{p + "lin.ba", []int{cfg.LinHeads}},
+				TensorSpec{p + "lin.gn", []int{lv}},
+				TensorSpec{p + "lin.wo", []int{lv, D}})
+		}
+		if cfg.IsMoE(i) {
+			specs = append(specs,
+				TensorSpec{p + "moe.router.w", []int{D, cfg.Experts}},
+				TensorSpec{p + "moe.router.b", []int{cfg.Experts}},
+				TensorSpec{p + "moe.w_up", []int{cfg.Experts, D, cfg.DFFExpert}},
+				TensorSpec{p + "moe.w_down", []int{cfg.Experts, cfg.DFFExpert, D}})
+		} else {
+			specs = append(specs,
+				TensorSpec{p + "mlp.w_up", []int{D, cfg.DFF}},
+				TensorSpec{p + "mlp.w_down", []int{cfg.DFF, D}})
+		}
+	}
+	return append(specs, TensorSpec{"norm.g", []int{D}})
+}
+
+// Classifier head tensor names (optional). CONVENTION: the head is applied
+// to the mean over all of a document's positions (<bos> included) of the
+// final-RMSNorm output: logits = mean · head.cls.w + head.cls.b.
+const (
+	HeadClsW = "head.cls.w" // [d_model, n_labels]
+	HeadClsB = "head.cls.b" // [n_labels]
+)
+
+// Generation is generation.json: what decoding and tasks need besides the
+// weights. Every field is optional.
+type Generation struct {
+	// VocabMask lists token ids never produced by sampling (ids never seen
+	// in training); their logits are set to -Inf when decoding.
+	VocabMask []int32 `json:"vocab_mask,omitempty"`
+	// StopIDs end a generated continuation (e.g. <eos> = 2).
+	StopIDs []int32 `json:"stop_ids,omitempty"`
+	// Templates are named prompt templates (e.g. "classify": "...{text}...").
+	Templates map[string]string `json:"templates,omitempty"`
+	// Labels is the classifier's label set, in head.cls column order.
+	Labels []string `json:"labels,omitempty"`
+}
+
+// Validate checks ids against the vocabulary and labels against head width
+// (nLabels < 0: no head to check against).
+func (g *Generation) Validate(vocab, nLabels int) error {
+	for i, id := range g.VocabMask {
+		if id < 0 || int(id) >= vocab {
+			return fmt.Errorf("field \"vocab_mask\"[%d]: id %d out of range 0..%d", i, id, vocab-1)
+		}
+	}
+	for i, id := range g.StopIDs {
+		if id < 0 || int(id) >= vocab {
+			return fmt.Errorf("field \"stop_ids\"[%d]: id %d out of range 0..%d", i, id, vocab-1)
+		}
+	}
+	if nLabels >= 0 && len(g.Labels) > 0 && len(g.Labels) != nLabels {
+		return fmt.Errorf("field \"labels\": %d labels but %s has %d columns", len(g.Labels), HeadClsW, nLabels)
+	}
+	return nil
+}
+
+// ParseGeneration decodes generation.json strictly (unknown fields are errors).
+func ParseGeneration(data []byte, name string) (*Generation, error) {
+	var g Generation
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&g); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, jsonFieldError(err))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("%s: trailing data after the JSON object", name)
+	}
+	return &g, nil
+}
+
+// Checkpoint is a loaded checkpoint directory. Tensors hold the stored
+// values widened to fp32 (exactly the bf16 values on disk).
+type Checkpoint struct {
+	Dir        string
+	Config     *Config
+	Tensors    map[string][]float32
+	Shapes     map[string][]int
+	Generation *Generation // nil when generation.json is absent
+}
+
+// NumLabels is the classifier head's width, or 0 without head.cls.
+func (c *Checkpoint) NumLabels() int {
+	if s, ok := c.Shapes[HeadClsW]; ok && len(s) == 2 {
+		return s[1]
+	}
+	return 0
+}
+
+// LoadCheckpoint reads config.json, model.safetensors and (if present)
+// generation.json from dir, validating the config, every tensor's name,
+// dtype and shape against TensorSpecs, and the head.* tensors. Errors name
+// the file and tensor or field.
+func LoadCheckpoint(dir string) (*Checkpoint, error) {
+	cfgPath := filepath.Join(dir, ConfigFile)
+	cfg, err := LoadConfig(cfgPath)
+	if err != nil {
+		return nil, err
+	}
+	wPath := filepath.Join(dir, WeightsFile)
+	sf, err := ReadSafetensors(wPath)
+	if err != nil {
+		return nil, err
+	}
+	ck := &Checkpoint{Dir: dir, Config: cfg, Tensors: map[string][]float32{}, Shapes: map[string][]int{}}
+	if err := ck.fill(cfg, sf); err != nil {
+		return nil, fmt.Errorf("%s: %w", wPath, err)
+	}
+	gPath := filepath.Join(dir, GenerationFile)
+	data, err := os.ReadFile(gPath)
+	switch {
+	case err == nil:
+		g, err := ParseGeneration(data, gPath)
+		if err != nil {
+			return nil, err
+		}
+		nl := -1
+		if _, ok := ck.Shapes[HeadClsW]; ok {
+			nl = ck.NumLabels()
+		}
+		if err := g.Validate(cfg.VocabSize, nl); err != nil {
+			return nil, fmt.Errorf("%s: %w", gPath, err)
+		}
+		ck.Generation = g
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, err
+	}
+	return ck, nil
+}
+
+func (ck *Checkpoint) fill(cfg *Config, sf *SafeFile) error {
+	want := map[string]bool{}
+	for _, s := range TensorSpecs(cfg) {
+		want[s.Name] = true
+		t, ok := sf.Tensors[s.Name]
+		if !ok {
+			return fmt.Errorf("missing tensor %q (shape %v)", s.Name, s.Shape)
+		}
+		if t.DType != BF16 && t.DType != F32 && t.DType != F16 {
+			return fmt.Errorf("tensor %q: dtype %s", s.Name, t.DType)
+		}
+		if !slices.Equal(t.Shape, s.Shape) {
+			return fmt.Errorf("tensor %q: shape %v, want %v", s.Name, t.Shape, s.Shape)
+		}
+		ck.Tensors[s.Name] = t.Float32()
+		ck.Shapes[s.Name] = s.Shape
+	}
+	for _, name := range sf.Order {
+		if want[name] {
+			continue
+		}
+		if !strings.HasPrefix(name, "head.") {
+			return fmt.Errorf("unexpected tensor %q (not in the spec for this config)", name)
+		}
+		t := sf.Tensors[name]
+		ck.Tensors[name] = t.Float32()
+		ck.Shapes[name] = t.Shape
+	}
+	return validateHeads(cfg, ck.Shapes)
+}
+
+// validateHeads checks head.cls.* shapes when present.
+func validateHeads(cfg *Config, shapes map[string][]int) error {
+	w, hasW := shapes[HeadClsW]
+	b, hasB := shapes[HeadClsB]
+	if !hasW && !hasB {
+		return nil
+	}
+	if !hasW {
+		return fmt.Errorf("tensor %q present without %q", HeadClsB, HeadClsW)
+	}
+	if len(w) != 2 || w[0] != cfg.DModel || w[1] < 1 {
+		return fmt.Errorf("tensor %q: shape %v, want [%d, n_labels]", HeadClsW, w, cfg.DModel)
+	}
+	if hasB && !slices.Equal(b, []int{w[1]}) {
+		return fmt.Errorf("tensor %q: shape %v, want [%d]", HeadClsB, b, w[1])
+	}
+	return nil
+}
+
+// SaveCheckpoint writes config.json, model.safetensors (every tensor
+// rounded to bf16) and, when gen is non-nil, generation.json into dir,
+// each atomically (temp file + rename). tensors must hold exactly the
+// TensorSpecs(cfg) names with matching sizes, plus optional head.* tensors
+// (head.cls.w [d_model, n], head.cls.b [n]; other head.* tensors are
+// stored 1-D). tokenizer.json is left untouched: whoever writes the
+// checkpoint copies it beside these files.
+func SaveCheckpoint(dir string, cfg *Config, tensors map[string][]float32, gen *Generation) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	var list []*Tensor
+	shapes := map[string][]int{}
+	used := map[string]bool{}
+	for _, s := range TensorSpecs(cfg) {
+		v, ok := tensors[s.Name]
+		if !ok {
+			return fmt.Errorf("save %s: missing tensor %q", dir, s.Name)
+		}
+		if len(v) != s.Size() {
+			return fmt.Errorf("save %s: tensor %q has %d values, want %d (shape %v)", dir, s.Name, len(v), s.Size(), s.Shape)
+		}
+		list = append(list, BF16Tensor(s.Name, s.Shape, v))
+		shapes[s.Name] = s.Shape
+		used[s.Name] = true
+	}
+	var heads []string
+	for name := range tensors {
+		if !used[name] {
+			if !strings.HasPrefix(name, "head.") {
+				return fmt.Errorf("save %s: unexpected tensor %q (not in the spec for this config)", dir, name)
+			}
+			heads = append(heads, name)
+		}
+	}
+	sort.Strings(heads)
+	for _, name := range heads {
+		v := tensors[name]
+		shape := []int{len(v)}
+		if name == HeadClsW {
+			if cfg.DModel == 0 || len(v)%cfg.DModel != 0 {
+				return fmt.Errorf("save %s: tensor %q has %d values, not a multiple of d_model %d", dir, name, len(v), cfg.DModel)
+			}
+			shape = []int{cfg.DModel, len(v) / cfg.DModel}
+		}
+		list = append(list, BF16Tensor(name, shape, v))
+		shapes[name] = shape
+	}
+	if err := validateHeads(cfg, shapes); err != nil {
+		return fmt.Errorf("save %s: %w", dir, err)
+	}
+	if gen != nil {
+		nl := -1
+		if s, ok := shapes[HeadClsW]; ok {
+			nl = s[1]
+		}
+		if err := gen.Validate(cfg.VocabSize, nl); err != nil {
+			return fmt.Errorf("save %s: generation: %w", dir, err)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	cj, err := cfg.encode()
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic(filepath.Join(dir, ConfigFile), func(w io.Writer) error { _, err := w.Write(cj); return err }); err != nil {
+		return err
+	}
+	if err := writeAtomic(filepath.Join(dir, WeightsFile), func(w io.Writer) error {
+		return WriteSafetensors(w, list, map[string]string{"format": "pt", "arch": Arch})
+	}); err != nil {
+		return err
+	}
+	if gen != nil {
+		gj, err := json.MarshalIndent(gen, "", "  ")
+		if err != nil {
+			return err
+		}
+		gj = append(gj, '\n')
+		if err := writeAtomic(filepath.Join(dir, GenerationFile), func(w io.Writer) error { _, err := w.Write(gj); return err }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeAtomic writes path through a temp file in the same directory,
+// fsyncs it and renames it into place, so readers never see a partial file.
+func writeAtomic(path string, write func(io.Writer) error) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	bw := newBufWriter(f)
+	if err = write(bw); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = bw.Flush(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = f.Chmod(0o644); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+func newBufWriter(w io.Writer) *bufio.Writer { return bufio.NewWriterSize(w, 1<<20) }

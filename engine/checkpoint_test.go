@@ -1,0 +1,152 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/onecore-dev/onecore/amx"
+)
+
+// smallConfig is a tiny hybrid config with experts, for fast tests.
+func smallConfig() *Config {
+	c := DefaultConfig()
+	c.VocabSize = 97
+	c.DModel = 32
+	c.Layers = []string{"lin", "swa", "lin"}
+	c.SWAHeads, c.SWAHeadDim = 2, 16
+	c.Window = 8
+	c.LinHeads, c.DState, c.LinHeadDim = 2, 8, 16
+	c.DFF = 48
+	c.MoELayers = []int{2}
+	c.Experts, c.TopK, c.DFFExpert = 6, 2, 24
+	c.RouteBlock = 8
+	return &c
+}
+
+func TestTensorSpecsDefault(t *testing.T) {
+	c := DefaultConfig()
+	c.MoELayers = []int{0, 3, 5}
+	specs := TensorSpecs(&c)
+	byName := map[string][]int{}
+	for _, s := range specs {
+		if _, dup := byName[s.Name]; dup {
+			t.Fatalf("duplicate %s", s.Name)
+		}
+		byName[s.Name] = s.Shape
+	}
+	for name, shape := range map[string][]int{
+		"emb":                   {16384, 256},
+		"layers.1.swa.wq":       {256, 256},
+		"layers.1.swa.wo":       {256, 256},
+		"layers.0.lin.wq":       {256, 256},
+		"layers.0.lin.wv":       {256, 256},
+		"layers.0.lin.wa":       {256, 8},
+		"layers.0.lin.ba":       {8},
+		"layers.0.lin.gn":       {256},
+		"layers.1.mlp.w_up":     {256, 640},
+		"layers.1.mlp.w_down":   {640, 256},
+		"layers.3.moe.router.w": {256, 64},
+		"layers.3.moe.router.b": {64},
+		"layers.5.moe.w_up":     {64, 256, 160},
+		"layers.5.moe.w_down":   {64, 160, 256},
+		"layers.5.norm2.g":      {256},
+		"norm.g":                {256},
+	} {
+		if !slices.Equal(byName[name], shape) {
+			t.Errorf("%s: %v, want %v", name, byName[name], shape)
+		}
+	}
+	for _, absent := range []string{"layers.0.mlp.w_up", "layers.0.swa.wq", "layers.1.lin.wq", "layers.1.moe.w_up"} {
+		if _, ok := byName[absent]; ok {
+			t.Errorf("%s must not exist", absent)
+		}
+	}
+	// dense-3m has ~3.3M non-embedding+embedding parameters as designed.
+	d := DefaultConfig()
+	n := 0
+	for _, s := range TensorSpecs(&d) {
+		n += s.Size()
+	}
+	if n < 3_000_000 || n > 8_000_000 {
+		t.Errorf("dense-3m has %d parameters", n)
+	}
+}
+
+func TestCheckpointRoundTrip(t *testing.T) {
+	cfg := smallConfig()
+	ts := InitTensors(cfg, 7)
+	ts[HeadClsW] = make([]float32, cfg.DModel*3)
+	ts[HeadClsW][5] = 0.3
+	ts[HeadClsB] = []float32{1, 2, 3}
+	gen := &Generation{VocabMask: []int32{5, 6}, StopIDs: []int32{2}, Templates: map[string]string{"classify": "{text}"}, Labels: []string{"a", "b", "c"}}
+	dir := filepath.Join(t.TempDir(), "ck")
+	if err := SaveCheckpoint(dir, cfg, ts, gen); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := LoadCheckpoint(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ck.NumLabels() != 3 || !slices.Equal(ck.Generation.Labels, gen.Labels) || ck.Generation.Templates["classify"] != "{text}" {
+		t.Fatalf("heads/generation lost: %d %+v", ck.NumLabels(), ck.Generation)
+	}
+	for name, v := range ts {
+		got := ck.Tensors[name]
+		for i := range v {
+			if want := amx.FromFloat32(v[i]).Float32(); got[i] != want {
+				t.Fatalf("%s[%d] = %v, want bf16(%v) = %v", name, i, got[i], v[i], want)
+			}
+		}
+	}
+	// Same seed → same weights; another seed → different.
+	if a, b := InitTensors(cfg, 7)["emb"], InitTensors(cfg, 8)["emb"]; slices.Equal(a, ts["emb"]) == false || slices.Equal(a, b) {
+		t.Fatal("InitTensors is not deterministic per seed")
+	}
+}
+
+func TestCheckpointErrors(t *testing.T) {
+	cfg := smallConfig()
+	dir := t.TempDir()
+	ts := InitTensors(cfg, 1)
+	delete(ts, "layers.1.swa.wk")
+	if err := SaveCheckpoint(dir, cfg, ts, nil); err == nil || !strings.Contains(err.Error(), `"layers.1.swa.wk"`) {
+		t.Fatalf("missing tensor: %v", err)
+	}
+	ts = InitTensors(cfg, 1)
+	ts["layers.9.foo"] = []float32{1}
+	if err := SaveCheckpoint(dir, cfg, ts, nil); err == nil || !strings.Contains(err.Error(), `"layers.9.foo"`) {
+		t.Fatalf("unexpected tensor: %v", err)
+	}
+	ts = InitTensors(cfg, 1)
+	if err := SaveCheckpoint(dir, cfg, ts, &Generation{StopIDs: []int32{97}}); err == nil || !strings.Contains(err.Error(), "stop_ids") {
+		t.Fatalf("bad stop id: %v", err)
+	}
+	if err := SaveCheckpoint(dir, cfg, ts, nil); err != nil {
+		t.Fatal(err)
+	}
+	// A checkpoint whose config no longer matches the weights names the tensor.
+	other := *cfg
+	other.DFF = 50
+	b, _ := other.encode()
+	os.WriteFile(filepath.Join(dir, ConfigFile), b, 0o644)
+	if _, err := LoadCheckpoint(dir); err == nil || !strings.Contains(err.Error(), `"layers.0.mlp.w_up"`) {
+		t.Fatalf("shape mismatch: %v", err)
+	}
+	b, _ = cfg.encode()
+	os.WriteFile(filepath.Join(dir, ConfigFile), b, 0o644)
+	// Truncation is an error naming a tensor.
+	wp := filepath.Join(dir, WeightsFile)
+	data, _ := os.ReadFile(wp)
+	os.WriteFile(wp, data[:len(data)-10], 0o644)
+	if _, err := LoadCheckpoint(dir); err == nil || !strings.Contains(err.Error(), "tensor") || !strings.Contains(err.Error(), WeightsFile) {
+		t.Fatalf("truncated: %v", err)
+	}
+	os.WriteFile(wp, data, 0o644)
+	os.WriteFile(filepath.Join(dir, GenerationFile), []byte(`{"stop_id":[2]}`), 0o644)
+	if _, err := LoadCheckpoint(dir); err == nil || !strings.Contains(err.Error(), `"stop_id"`) {
+		t.Fatalf("bad generation.json: %v", err)
+	}
+}

@@ -1,0 +1,351 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/onecore-dev/onecore/amx"
+)
+
+// Request is one document to continue.
+type Request struct {
+	// Prompt is the document so far (starting with <bos>); it must not be empty.
+	Prompt []int32
+	// MaxNew bounds the generated tokens (0: until a stop id).
+	MaxNew int
+	// StopIDs end the continuation (emitted, then the document leaves the
+	// batch); nil takes generation.json's stop_ids, or <eos> without one.
+	StopIDs []int32
+	Sampling
+}
+
+// Token is one generated token.
+type Token struct {
+	Seq   int   // the id Add returned
+	Token int32 // the generated token
+	Done  bool  // the document left the batch (stop id or MaxNew reached)
+}
+
+// Decoder continues many documents at once on one Instance: every Step
+// feeds one token per active document as one batch (one GEMM per weight
+// with M = active documents) and samples the next. Documents join (Add)
+// and leave (stop id, MaxNew, Remove) independently; a document's tokens
+// do not depend on which others share its steps.
+type Decoder struct {
+	in     *Instance
+	active []*seqState
+	free   []*seqState
+	nextID int
+	smp    sampler
+	logits []float32
+	out    []Token
+	scores []float32
+}
+
+// NewDecoder creates a decoder on in. The decoder uses in's scratch: do
+// not interleave Prefill calls on in with a Step in progress.
+func (in *Instance) NewDecoder() *Decoder { return &Decoder{in: in} }
+
+// Active is the number of documents in the batch.
+func (d *Decoder) Active() int { return len(d.active) }
+
+// Add prefills req.Prompt except its last token (which the next Step
+// feeds) and adds the document to the batch; it returns the document's id.
+func (d *Decoder) Add(req Request) (int, error) {
+	m := d.in.m
+	if len(req.Prompt) == 0 {
+		return 0, fmt.Errorf("decode: empty prompt")
+	}
+	if err := d.in.checkDocs([][]int32{req.Prompt}); err != nil {
+		return 0, fmt.Errorf("decode: %w", err)
+	}
+	if req.Temperature < 0 || req.TopK < 0 || req.TopP < 0 || math.IsNaN(float64(req.Temperature)) {
+		return 0, fmt.Errorf("decode: bad sampling parameters %+v", req.Sampling)
+	}
+	var st *seqState
+	if n := len(d.free); n > 0 {
+		st, d.free = d.free[n-1], d.free[:n-1]
+		st.reset()
+	} else {
+		st = newSeqState(m)
+	}
+	st.id = d.nextID
+	d.nextID++
+	st.req = req
+	stops := req.StopIDs
+	if stops == nil {
+		stops = m.stopIDs
+		if stops == nil {
+			stops = []int32{EosID}
+		}
+	}
+	st.stopSet = map[int32]bool{}
+	for _, s := range stops {
+		st.stopSet[s] = true
+	}
+	st.rng = rand.New(rand.NewPCG(req.Seed, 0x6f6e65636f7265))
+	body := req.Prompt[:len(req.Prompt)-1]
+	if len(body) > 0 {
+		d.in.prefillState(body, st)
+	}
+	st.pos = len(body)
+	st.next = req.Prompt[len(req.Prompt)-1]
+	d.active = append(d.active, st)
+	return st.id, nil
+}
+
+// Remove drops document id from the batch (no-op if it is not there).
+func (d *Decoder) Remove(id int) {
+	for i, st := range d.active {
+		if st.id == id {
+			d.active = append(d.active[:i], d.active[i+1:]...)
+			d.free = append(d.free, st)
+			return
+		}
+	}
+}
+
+// Step feeds every active document its next token, samples one token per
+// document and returns them (in batch order). Finished documents leave the
+// batch. The returned slice is reused by the next Step.
+func (d *Decoder) Step() []Token {
+	d.out = d.out[:0]
+	if len(d.active) == 0 {
+		return d.out
+	}
+	d.forwardStep(nil)
+	in := d.in
+	V := in.m.Cfg.VocabSize
+	t0 := in.tick()
+	keep := d.active[:0]
+	for i, st := range d.active {
+		row := d.logits[i*V : (i+1)*V]
+		in.m.applyMask(row)
+		tok := d.smp.pick(row, &st.req.Sampling, st.rng)
+		st.made++
+		st.next = tok
+		done := st.stopSet[tok] || (st.req.MaxNew > 0 && st.made >= st.req.MaxNew)
+		d.out = append(d.out, Token{Seq: st.id, Token: tok, Done: done})
+		if done {
+			d.free = append(d.free, st)
+		} else {
+			keep = append(keep, st)
+		}
+	}
+	clear(d.active[len(keep):])
+	d.active = keep
+	in.tock(OpOther, t0)
+	return d.out
+}
+
+// forwardStep runs one token per active document (st.next, or forced[i]
+// when forced is non-nil) and leaves the logits in d.logits [M × V].
+func (d *Decoder) forwardStep(forced []int32) {
+	in := d.in
+	c := &in.m.Cfg
+	M := len(d.active)
+	D, V := c.DModel, c.VocabSize
+	in.n = M
+	in.segs = in.segs[:0]
+	maxPos := 0
+	for _, st := range d.active {
+		maxPos = max(maxPos, st.pos+1)
+	}
+	in.reserve(M, maxPos)
+	t0 := in.tick()
+	for i, st := range d.active {
+		tok := st.next
+		if forced != nil {
+			tok = forced[i]
+		}
+		amx.ToFloat32(in.h[i*D:(i+1)*D], in.m.emb[int(tok)*D:(int(tok)+1)*D])
+		in.pos[i] = int32(st.pos)
+	}
+	in.tock(OpElementwise, t0)
+	for li := range in.m.layers {
+		lw := &in.m.layers[li]
+		in.norm(lw.norm1, false)
+		if lw.kind == MixerSWA {
+			d.swaStep(li, lw)
+		} else {
+			d.linStep(li, lw)
+		}
+		in.norm(lw.norm2, lw.moe)
+		if lw.moe {
+			d.routeStep(li)
+			in.moe(li)
+		} else {
+			in.mlp(lw)
+		}
+	}
+	in.norm(in.m.normG, false)
+	if cap(d.logits) < M*V {
+		d.logits = make([]float32, M*V, M*V+M*V/4)
+	}
+	d.logits = d.logits[:M*V]
+	in.readout(0, M, d.logits)
+	for _, st := range d.active {
+		st.pos++
+	}
+}
+
+// swaStep appends each document's key/value to its ring and attends over
+// the last min(pos+1, W) positions, in ascending position order.
+func (d *Decoder) swaStep(li int, lw *layerWeights) {
+	in := d.in
+	c := &in.m.Cfg
+	D, H, hd, W := c.DModel, c.SWAHeads, c.SWAHeadDim, c.Window
+	sd := H * hd
+	P := 3 * sd
+	M := in.n
+	in.matmul(M, in.xb, D, lw.wqkv, in.proj, P, nil)
+	t0 := in.tick()
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	if cap(d.scores) < W {
+		d.scores = make([]float32, W)
+	}
+	for i, st := range d.active {
+		p := st.pos
+		cs, sn := in.rope(p)
+		row := in.proj[i*P : (i+1)*P]
+		for h := 0; h < 2*H; h++ {
+			amx.RoPE(row[h*hd:(h+1)*hd], cs, sn)
+		}
+		// Keys, values and queries take their bf16 values, as in prefill.
+		roundBF16(row)
+		slot := p % W
+		K, Vr := st.k[li], st.v[li]
+		for f := 0; f < sd; f++ {
+			K[f*W+slot] = row[sd+f]
+			Vr[f*W+slot] = row[2*sd+f]
+		}
+		// Slots 0..nk-1 hold the visible positions (all W once the ring is full).
+		nk := min(p+1, W)
+		out := in.mix[i*sd : (i+1)*sd]
+		for h := 0; h < H; h++ {
+			sc := d.scores[:nk]
+			clear(sc)
+			for f := h * hd; f < (h+1)*hd; f++ {
+				amx.Axpy(row[f]*scale, K[f*W:f*W+nk], sc)
+			}
+			amx.SoftmaxRow(sc)
+			for f := h * hd; f < (h+1)*hd; f++ {
+				out[f] = amx.Dot(sc, Vr[f*W:f*W+nk])
+			}
+		}
+		amx.ToBF16(in.mixb[i*sd:(i+1)*sd], out)
+	}
+	in.tock(OpAttention, t0)
+	ep := in.epilogue()
+	ep.Accumulate = true
+	in.matmul(M, in.mixb, sd, lw.wo, in.h, D, ep)
+}
+
+// roundBF16 replaces every value by its bf16 rounding.
+func roundBF16(x []float32) {
+	for i, v := range x {
+		x[i] = amx.FromFloat32(v).Float32()
+	}
+}
+
+// linStep advances each document's linear-attention state by one token:
+// S = e^a·S + k vᵀ, o = (q/√d_state)ᵀ S, then the per-head RMSNorm.
+func (d *Decoder) linStep(li int, lw *layerWeights) {
+	in := d.in
+	c := &in.m.Cfg
+	D, H, ds, hd := c.DModel, c.LinHeads, c.DState, c.LinHeadDim
+	ld, lvw := H*ds, H*hd
+	P := 2*ld + lvw + H
+	M := in.n
+	in.matmul(M, in.xb, D, lw.wqkv, in.proj, P, nil)
+	t0 := in.tick()
+	qscale := float32(1 / math.Sqrt(float64(ds)))
+	eps := float32(c.NormEps)
+	for i, st := range d.active {
+		row := in.proj[i*P : (i+1)*P]
+		roundBF16(row[:2*ld+lvw]) // q, k, v take their bf16 values, as in prefill
+		out := in.mix[i*lvw : (i+1)*lvw]
+		clear(out)
+		for h := 0; h < H; h++ {
+			S := st.s[li][h*ds*hd : (h+1)*ds*hd]
+			q, k, v := row[h*ds:(h+1)*ds], row[ld+h*ds:ld+(h+1)*ds], row[2*ld+h*hd:2*ld+(h+1)*hd]
+			decay := expf(logDecay(row[2*ld+lvw+h] + lw.ba[h]))
+			if st.pos == 0 {
+				decay = 0 // reset at the document's start, before its own update
+			}
+			o := out[h*hd : (h+1)*hd]
+			for dd := 0; dd < ds; dd++ {
+				srow := S[dd*hd : (dd+1)*hd]
+				for j := range srow {
+					srow[j] *= decay
+				}
+				amx.Axpy(k[dd], v, srow)
+				amx.Axpy(q[dd]*qscale, srow, o)
+			}
+			amx.RMSNorm(nil, in.mixb[i*lvw+h*hd:i*lvw+(h+1)*hd], o, lw.gn[h*hd:(h+1)*hd], eps)
+		}
+	}
+	in.tock(OpAttention, t0)
+	ep := in.epilogue()
+	ep.Accumulate = true
+	in.matmul(M, in.mixb, lvw, lw.wo, in.h, D, ep)
+}
+
+// routeStep sets each document's routing for this token: at a route-block
+// boundary the block's experts are chosen from the mean of the previous
+// block's norm2 outputs (zero input at position 0); the running sum then
+// takes this token's norm2 output.
+func (d *Decoder) routeStep(li int) {
+	in := d.in
+	c := &in.m.Cfg
+	D, K, RB := c.DModel, c.TopK, c.RouteBlock
+	lw := &in.m.layers[li]
+	t0 := in.tick()
+	in.rvec = growF(in.rvec, D)
+	for i, st := range d.active {
+		if st.pos%RB == 0 {
+			var rin []float32
+			if st.pos > 0 {
+				copy(in.rvec, st.msum[li])
+				meanInPlace(in.rvec[:D], RB)
+				rin = in.rvec[:D]
+			}
+			in.route(lw, rin, st.mexp[li], st.mgate[li])
+			clear(st.msum[li])
+		}
+		amx.Add(st.msum[li], in.xf[i*D:(i+1)*D])
+		copy(in.rexp[i*K:(i+1)*K], st.mexp[li])
+		copy(in.rgate[i*K:(i+1)*K], st.mgate[li])
+	}
+	in.tock(OpOther, t0)
+}
+
+// prefillState runs doc (in pieces if it is long) and leaves its decode
+// state in st.
+func (in *Instance) prefillState(doc []int32, st *seqState) {
+	pass := in.PassTokens
+	if pass <= 0 {
+		pass = DefaultPassTokens
+	}
+	align := in.m.Cfg.pieceAlign()
+	pieceLen := max(align, pass/align*align)
+	if len(doc) > pieceLen && in.carry == nil {
+		in.carry = newCarry(&in.m.Cfg)
+	}
+	for off := 0; off < len(doc); off += pieceLen {
+		end := min(off+pieceLen, len(doc))
+		p := piece{toks: doc[off:end], off: off, final: end == len(doc)}
+		if len(doc) > pieceLen {
+			p.carry = in.carry
+		}
+		in.export = nil
+		if p.final {
+			in.export = []*seqState{st}
+		}
+		in.pieces = append(in.pieces[:0], p)
+		in.setupPieces(in.pieces)
+		in.forward()
+	}
+	in.export = nil
+}

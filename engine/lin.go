@@ -1,0 +1,161 @@
+package engine
+
+import (
+	"math"
+
+	"github.com/onecore-dev/onecore/amx"
+)
+
+// linPrefill runs log-decay linear attention over the pass in chunks of
+// linChunk positions counted from each document's start, and adds its
+// output to h. Per head and chunk, with L the cumulative log-decay within
+// the chunk (fp32) and S_prev the state after the previous chunk:
+//
+//	O = (Q·Kᵀ ⊙ [e^(L_i−L_j)]_{i≥j})·V + e^L ⊙ (Q·S_prev)
+//	S = e^(L_last)·S_prev + (K⊙e^(L_last−L))ᵀ·V
+//
+// every exponent ≤ 0, so nothing overflows. Q is pre-scaled by 1/√d_state.
+func (in *Instance) linPrefill(li int, lw *layerWeights) {
+	c := &in.m.Cfg
+	D, H, ds, hd := c.DModel, c.LinHeads, c.DState, c.LinHeadDim
+	ld, lvw := H*ds, H*hd
+	P := 2*ld + lvw + H
+	n := in.n
+	in.matmul(n, in.xb, D, lw.wqkv, in.proj, P, nil)
+
+	t0 := in.tick()
+	// q, k, v in bf16, read in place as GEMM operands (row stride P).
+	amx.ToBF16(in.prjb[:n*P], in.proj[:n*P])
+	C := linChunk
+	in.lkt = growB(in.lkt, ds*C)
+	in.la = growF(in.la, C)
+	in.scores = growF(in.scores, C*C)
+	in.probs = growB(in.probs, C*C)
+	in.linTmp = growF(in.linTmp, C*hd)
+	in.state = growF(in.state, H*ds*hd)
+	in.stateB = growB(in.stateB, ds*hd)
+	qscale := float32(1 / math.Sqrt(float64(ds)))
+	kern := in.m.Kernel
+	for si, s := range in.segs {
+		var exp *seqState
+		if in.export != nil {
+			exp = in.export[si]
+		}
+		cont := !s.final && s.carry != nil // a later piece needs the final state
+		if s.off > 0 {
+			copy(in.state[:H*ds*hd], s.carry.s[li])
+		} else {
+			clear(in.state[:H*ds*hd])
+		}
+		for c0 := 0; c0 < s.n; c0 += C {
+			q0 := s.start + c0
+			nq := min(C, s.n-c0)
+			last := c0+C >= s.n
+			for h := 0; h < H; h++ {
+				S := in.state[h*ds*hd : (h+1)*ds*hd]
+				// Cumulative log-decays.
+				var L float32
+				for i := 0; i < nq; i++ {
+					L += logDecay(in.proj[(q0+i)*P+2*ld+lvw+h] + lw.ba[h])
+					in.la[i] = L
+				}
+				qa := in.prjb[q0*P+h*ds:]
+				// Intra-chunk scores (scaled by 1/√d_state) with the decay mask.
+				in.kt = amx.PackTransposedFor(kern, in.kt, ds, nq, in.prjb[q0*P+ld+h*ds:], P)
+				ep := in.epilogue()
+				ep.Scale = qscale
+				amx.MatMul(nq, qa, P, in.kt, in.scores, nq, ep)
+				in.decayMask(nq)
+				in.vp = amx.PackFor(kern, in.vp, nq, hd, in.prjb[q0*P+2*ld+h*hd:], P)
+				out := in.mix[q0*lvw+h*hd:]
+				amx.MatMul(nq, in.probs, nq, in.vp, out, lvw, nil)
+				if s.off+c0 > 0 {
+					// Inter-chunk: out_i += e^(L_i) · (q_i/√d_state)·S_prev.
+					amx.ToBF16(in.stateB, S)
+					in.sp = amx.PackFor(kern, in.sp, ds, hd, in.stateB, hd)
+					ep = in.epilogue()
+					ep.Scale = qscale
+					amx.MatMul(nq, qa, P, in.sp, in.linTmp, hd, ep)
+					for i := 0; i < nq; i++ {
+						amx.Axpy(expf(in.la[i]), in.linTmp[i*hd:(i+1)*hd], out[i*lvw:i*lvw+hd])
+					}
+				}
+				if last && exp == nil && !cont {
+					continue
+				}
+				// State update for the next chunk (or the decode state).
+				Ln := in.la[nq-1]
+				eL := expf(Ln)
+				for i := range S {
+					S[i] *= eL
+				}
+				for j := 0; j < nq; j++ {
+					w := expf(Ln - in.la[j])
+					k := in.proj[(q0+j)*P+ld+h*ds:]
+					for d := 0; d < ds; d++ {
+						in.lkt[d*nq+j] = amx.FromFloat32(k[d] * w)
+					}
+				}
+				ep = in.epilogue()
+				ep.Accumulate = true
+				amx.MatMul(ds, in.lkt, nq, in.vp, S, hd, ep)
+			}
+		}
+		if exp != nil {
+			in.exportLin(exp, li, in.state[:H*ds*hd])
+		}
+		if cont {
+			copy(s.carry.s[li], in.state[:H*ds*hd])
+		}
+	}
+	in.tock(OpAttention, t0)
+
+	// Per-head RMSNorm (gain gn), straight into the bf16 A of Wo.
+	t0 = in.tick()
+	eps := float32(c.NormEps)
+	for r := 0; r < n; r++ {
+		for h := 0; h < H; h++ {
+			o := r*lvw + h*hd
+			amx.RMSNorm(nil, in.mixb[o:o+hd], in.mix[o:o+hd], lw.gn[h*hd:(h+1)*hd], eps)
+		}
+	}
+	in.tock(OpElementwise, t0)
+	ep := in.epilogue()
+	ep.Accumulate = true
+	in.matmul(n, in.mixb, lvw, lw.wo, in.h, D, ep)
+}
+
+// linSub is the sub-block length of the decay mask: within a sub-block
+// e^(L_i−L_j) is one exp per pair; across sub-blocks it is the product of
+// two factors ≤ 1 through the later block's first position m,
+// e^(L_i−L_m)·e^(L_m−L_j), so a 64-chunk costs ~700 exps instead of 2080
+// and no product of many small factors is ever formed.
+const linSub = 16
+
+// decayMask multiplies the nq×nq intra-chunk scores by e^(L_i−L_j) for
+// j ≤ i (0 above the diagonal) and writes them to probs in bf16.
+func (in *Instance) decayMask(nq int) {
+	la := in.la[:nq]
+	in.decW = growF(in.decW, nq)
+	w := in.decW
+	for i := 0; i < nq; i++ {
+		m := i - i%linSub
+		if i == m {
+			for j := 0; j < m; j++ {
+				w[j] = expf(la[m] - la[j])
+			}
+		}
+		row := in.scores[i*nq : i*nq+i+1]
+		Li := la[i]
+		ui := expf(Li - la[m])
+		for j, wj := range w[:m] {
+			row[j] *= ui * wj
+		}
+		for j := m; j <= i; j++ {
+			row[j] *= expf(Li - la[j])
+		}
+		prow := in.probs[i*nq : (i+1)*nq]
+		amx.ToBF16(prow[:i+1], row)
+		clear(prow[i+1:])
+	}
+}

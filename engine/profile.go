@@ -1,0 +1,103 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/onecore-dev/onecore/amx"
+)
+
+// Op is a category of the per-op time breakdown.
+type Op int
+
+// The categories: weight GEMMs (projections, MLP, experts, readout);
+// attention cores (SWA and linear attention, including their small
+// per-chunk GEMMs and packing); norms and other elementwise passes
+// (embedding, RMSNorm, RoPE, bf16 conversion); everything else (MoE
+// routing and gathers, sampling, log-softmax).
+const (
+	OpGEMM Op = iota
+	OpAttention
+	OpElementwise
+	OpOther
+	numOps
+)
+
+var opNames = [numOps]string{"gemm", "attention", "norm/elementwise", "other"}
+
+// String names the category.
+func (o Op) String() string { return opNames[o] }
+
+// Profile accumulates thread CPU time per category and weight-GEMM FLOPs.
+type Profile struct {
+	Time      [numOps]time.Duration
+	GEMMFlops float64
+}
+
+// Reset clears the counters.
+func (p *Profile) Reset() { *p = Profile{} }
+
+// Total is the sum over categories.
+func (p *Profile) Total() time.Duration {
+	var t time.Duration
+	for _, d := range p.Time {
+		t += d
+	}
+	return t
+}
+
+// Shares returns each category's fraction of the total, by name.
+func (p *Profile) Shares() map[string]float64 {
+	out := map[string]float64{}
+	tot := p.Total().Seconds()
+	for i, d := range p.Time {
+		if tot > 0 {
+			out[opNames[i]] = d.Seconds() / tot
+		}
+	}
+	return out
+}
+
+// String formats the breakdown on one line.
+func (p *Profile) String() string {
+	var b strings.Builder
+	tot := p.Total()
+	for i, d := range p.Time {
+		if i > 0 {
+			b.WriteString("  ")
+		}
+		share := 0.0
+		if tot > 0 {
+			share = 100 * d.Seconds() / tot.Seconds()
+		}
+		fmt.Fprintf(&b, "%s %.1f%%", opNames[i], share)
+	}
+	if s := p.Time[OpGEMM].Seconds(); s > 0 {
+		fmt.Fprintf(&b, "  (gemm %.1f GFLOP/s)", p.GEMMFlops/s/1e9)
+	}
+	return b.String()
+}
+
+// tick starts timing an op: the thread's CPU time, so the breakdown is
+// not skewed by other processes (the instance's goroutine should be
+// locked to its thread, as engine workers are).
+func (in *Instance) tick() time.Duration {
+	if in.Prof == nil {
+		return 0
+	}
+	return threadCPU()
+}
+
+func (in *Instance) tock(op Op, t0 time.Duration) {
+	if in.Prof != nil {
+		in.Prof.Time[op] += threadCPU() - t0
+	}
+}
+
+func (in *Instance) tockGEMM(t0 time.Duration, m int, b *amx.Matrix) {
+	if in.Prof != nil {
+		in.Prof.Time[OpGEMM] += threadCPU() - t0
+		in.Prof.GEMMFlops += amx.FLOPs(m, b.K, b.N)
+	}
+}

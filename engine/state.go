@@ -1,0 +1,98 @@
+package engine
+
+import (
+	"math/rand/v2"
+
+	"github.com/onecore-dev/onecore/amx"
+)
+
+// seqState is one document's decode state: everything the next token
+// needs from the tokens before it.
+type seqState struct {
+	id  int
+	pos int // tokens consumed so far = position of the next token
+
+	// per SWA layer: ring of the last `window` keys (post-RoPE) and values,
+	// bf16-valued, stored transposed [sd × W] (feature-major, slot = position
+	// mod W) so decode attention is a few long vector operations per head.
+	k, v  [][]float32
+	s     [][]float32 // per linear layer: state [lin_heads × d_state × lin_head_dim]
+	msum  [][]float32 // per MoE layer: Σ norm2 outputs over the current route block so far
+	mexp  [][]int32   // per MoE layer: the current block's experts (ascending)
+	mgate [][]float32 // per MoE layer: their gates
+
+	next    int32 // the token the next step feeds
+	req     Request
+	made    int // tokens generated
+	rng     *rand.Rand
+	stopSet map[int32]bool
+}
+
+// newSeqState allocates the state for m.
+func newSeqState(m *Model) *seqState {
+	c := &m.Cfg
+	L := len(c.Layers)
+	st := &seqState{
+		k: make([][]float32, L), v: make([][]float32, L), s: make([][]float32, L),
+		msum: make([][]float32, L), mexp: make([][]int32, L), mgate: make([][]float32, L),
+	}
+	sd := c.SWAHeads * c.SWAHeadDim
+	for i, kind := range c.Layers {
+		if kind == MixerSWA {
+			st.k[i] = make([]float32, c.Window*sd)
+			st.v[i] = make([]float32, c.Window*sd)
+		} else {
+			st.s[i] = make([]float32, c.LinHeads*c.DState*c.LinHeadDim)
+		}
+		if c.IsMoE(i) {
+			st.msum[i] = make([]float32, c.DModel)
+			st.mexp[i] = make([]int32, c.TopK)
+			st.mgate[i] = make([]float32, c.TopK)
+		}
+	}
+	return st
+}
+
+// reset clears the state for a new document (no reallocation).
+func (st *seqState) reset() {
+	st.pos, st.made, st.next = 0, 0, 0
+	for i := range st.s {
+		clear(st.k[i])
+		clear(st.v[i])
+		clear(st.s[i])
+		clear(st.msum[i])
+	}
+}
+
+// exportSWA stores the keys (post-RoPE) and values of the document's last
+// min(len, W) positions (bf16 values) into the ring at slots position mod W.
+func (in *Instance) exportSWA(st *seqState, li int, s segment) {
+	c := &in.m.Cfg
+	W, sd := c.Window, c.SWAHeads*c.SWAHeadDim
+	P := 3 * sd
+	if s.off > 0 && s.n < W {
+		// The window reaches back into the previous piece's last chunk.
+		for q := s.off + s.n - W; q < s.off; q++ {
+			i := q - (s.off - W)
+			st.putKV(li, W, q%W, s.carry.k[li][i*sd:(i+1)*sd], s.carry.v[li][i*sd:(i+1)*sd])
+		}
+	}
+	for p := max(0, s.n-W); p < s.n; p++ {
+		r := s.start + p
+		st.putKV(li, W, (s.off+p)%W, in.prjb[r*P+sd:r*P+2*sd], in.prjb[r*P+2*sd:r*P+3*sd])
+	}
+}
+
+// putKV writes one position's bf16 key and value into ring slot slot.
+func (st *seqState) putKV(li, W, slot int, k, v []amx.BF16) {
+	K, V := st.k[li], st.v[li]
+	for f := range k {
+		K[f*W+slot] = k[f].Float32()
+		V[f*W+slot] = v[f].Float32()
+	}
+}
+
+// exportLin stores the linear-attention state after the document's last token.
+func (in *Instance) exportLin(st *seqState, li int, state []float32) {
+	copy(st.s[li], state)
+}

@@ -1,0 +1,272 @@
+package jobs
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Names inside an output directory. Parts sit at the top so `dir/*.parquet`
+// globs see exactly the results; bookkeeping lives in folders starting with
+// an underscore, which Spark/DuckDB-style readers ignore.
+const (
+	ManifestName = "_onecore.json"
+	DoneDir      = "_done"
+	LockDir      = "_locks"
+	RejectsDir   = "_rejects"
+)
+
+// Manifest records, in the output directory, which job and which model wrote
+// it; a rerun with a different job or model into the same directory is
+// refused unless forced, so one directory never mixes two computations.
+type Manifest struct {
+	Version     int    `json:"version"`
+	Job         *Job   `json:"job"`
+	Fingerprint string `json:"job_fingerprint"`
+	ModelPath   string `json:"model_path"`
+	ModelID     string `json:"model_id"`
+	Format      string `json:"format"`
+	Created     string `json:"created"`
+}
+
+// OutDir is an output directory of per-shard parts.
+type OutDir struct {
+	Path   string
+	Format string // file extension of the parts: parquet, arrow, jsonl
+}
+
+// Prepare creates the directory (and its bookkeeping folders) and checks or
+// writes its manifest. A manifest from a different job or model is an error
+// unless force is set, in which case it is replaced and every completion
+// marker is removed (so the new job recomputes everything).
+func (d OutDir) Prepare(m Manifest, force bool) error {
+	for _, sub := range []string{"", DoneDir, LockDir, RejectsDir} {
+		if err := os.MkdirAll(filepath.Join(d.Path, sub), 0o755); err != nil {
+			return err
+		}
+	}
+	m.Version = 1
+	m.Format = d.Format
+	if m.Fingerprint == "" && m.Job != nil {
+		m.Fingerprint = m.Job.Fingerprint()
+	}
+	path := filepath.Join(d.Path, ManifestName)
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		var old Manifest
+		if err := json.Unmarshal(b, &old); err != nil {
+			return fmt.Errorf("%s: corrupt manifest (%v); remove it or pass --force", path, err)
+		}
+		diff := ""
+		switch {
+		case old.Fingerprint != m.Fingerprint:
+			diff = fmt.Sprintf("a different job (fingerprint %s, this run %s)", old.Fingerprint, m.Fingerprint)
+		case old.ModelID != m.ModelID:
+			diff = fmt.Sprintf("a different model (%s id %s, this run %s id %s)", old.ModelPath, old.ModelID, m.ModelPath, m.ModelID)
+		case old.Format != m.Format:
+			diff = fmt.Sprintf("a different format (%s, this run %s)", old.Format, m.Format)
+		}
+		if diff == "" {
+			return nil
+		}
+		if !force {
+			return fmt.Errorf("output directory %s was written by %s; use another --out, or --force to recompute everything into it", d.Path, diff)
+		}
+		if err := os.RemoveAll(filepath.Join(d.Path, DoneDir)); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Join(d.Path, DoneDir), 0o755); err != nil {
+			return err
+		}
+	case errors.Is(err, os.ErrNotExist):
+	default:
+		return err
+	}
+	m.Created = time.Now().UTC().Format(time.RFC3339)
+	nb, _ := json.MarshalIndent(m, "", "  ")
+	return WriteFileAtomic(path, append(nb, '\n'))
+}
+
+// PartName is the stable file stem of a shard's part: the shard key made
+// filename-safe plus a short hash of the key (so distinct keys never collide
+// after sanitizing).
+func PartName(key string) string {
+	var b strings.Builder
+	for _, r := range key {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	s := strings.Trim(b.String(), "._")
+	if len(s) > 80 {
+		s = s[len(s)-80:]
+	}
+	h := sha256.Sum256([]byte(key))
+	return "part-" + s + "-" + hex.EncodeToString(h[:4])
+}
+
+// PartPath is where the part of the shard named name is written.
+func (d OutDir) PartPath(name string) string {
+	return filepath.Join(d.Path, name+"."+d.Format)
+}
+
+// RejectsPath is where the rejects (JSONL: file, row, reason) of a part go.
+func (d OutDir) RejectsPath(name string) string {
+	return filepath.Join(d.Path, RejectsDir, name+".jsonl")
+}
+
+// Marker is a part's completion record, written after the part's atomic
+// rename; its presence means the shard is finished.
+type Marker struct {
+	Shard    string `json:"shard"`
+	Part     string `json:"part"`
+	RowsIn   int64  `json:"rows_in"`
+	RowsOut  int64  `json:"rows_out"`
+	Rejected int64  `json:"rejected"`
+	Tokens   int64  `json:"tokens"`
+	BadFile  string `json:"bad_file,omitempty"` // why the file could not be read (to the end)
+	Finished string `json:"finished"`
+}
+
+func (d OutDir) markerPath(name string) string {
+	return filepath.Join(d.Path, DoneDir, name+".json")
+}
+
+// Done reports whether the shard named name has a completion marker, and
+// returns the marker.
+func (d OutDir) Done(name string) (Marker, bool, error) {
+	b, err := os.ReadFile(d.markerPath(name))
+	if errors.Is(err, os.ErrNotExist) {
+		return Marker{}, false, nil
+	}
+	if err != nil {
+		return Marker{}, false, err
+	}
+	var m Marker
+	if err := json.Unmarshal(b, &m); err != nil {
+		// A marker is written atomically, so this is outside damage:
+		// treat the shard as unfinished and redo it.
+		return Marker{}, false, nil
+	}
+	return m, true, nil
+}
+
+// MarkDone writes the completion marker of a shard (atomically, after its
+// part and rejects are in place).
+func (d OutDir) MarkDone(name string, m Marker) error {
+	m.Finished = time.Now().UTC().Format(time.RFC3339)
+	b, _ := json.Marshal(m)
+	return WriteFileAtomic(d.markerPath(name), append(b, '\n'))
+}
+
+// PartLock is an exclusive, non-blocking flock on one part. The kernel drops
+// it when the process dies (SIGKILL included), so a stale lock never blocks
+// a rerun, while two live runs (overlapping cron jobs, a misconfigured
+// array) can never write the same part.
+type PartLock struct{ f *os.File }
+
+// ErrLocked means another live process holds the part's lock.
+var ErrLocked = errors.New("part is locked by another running onecore")
+
+// Lock takes the lock of the part named name, or returns ErrLocked.
+func (d OutDir) Lock(name string) (*PartLock, error) {
+	f, err := os.OpenFile(filepath.Join(d.Path, LockDir, name+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, ErrLocked
+		}
+		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+	return &PartLock{f}, nil
+}
+
+// Unlock releases the lock.
+func (l *PartLock) Unlock() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	err := l.f.Close() // closing the descriptor releases the flock
+	l.f = nil
+	return err
+}
+
+// WriteFileAtomic writes b to a temporary file beside path, syncs it and
+// renames it over path, so readers see either the old file or the new one.
+func WriteFileAtomic(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, unix.EINVAL) {
+		return err
+	}
+	return nil
+}
+
+// ModelID hashes a checkpoint's files (config, weights, tokenizer,
+// generation settings): the identity recorded in the manifest. Two copies
+// of the same model in different places have the same id.
+func ModelID(dir string) (string, error) {
+	h := sha256.New()
+	for _, name := range []string{"config.json", "model.safetensors", "tokenizer.json", "generation.json"} {
+		f, err := os.Open(filepath.Join(dir, name))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s\x00", name)
+		_, err = io.Copy(h, f)
+		f.Close()
+		if err != nil {
+			return "", fmt.Errorf("model id: %s: %w", name, err)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12]), nil
+}

@@ -1,0 +1,69 @@
+package train
+
+import (
+	"math"
+	"math/rand/v2"
+	"syscall"
+	"testing"
+)
+
+// benchStep runs one full training step (forward, sampled softmax,
+// backward, AdamW) of config c on rows×rowLen random tokens.
+func benchStep(b *testing.B, c *Config, rows, rowLen int) {
+	p := NewParams[float32](ParamSpecs(c, 0))
+	p.Init(c, 1)
+	m := NewModel(c, p)
+	opt := NewAdamW(p, 0.1)
+	rng := rand.New(rand.NewPCG(1, 2))
+	ids := make([]int32, rows*rowLen)
+	for i := range ids {
+		ids[i] = int32(3 + rng.IntN(c.VocabSize-3))
+		if i%1024 == 0 {
+			ids[i] = bosID
+		}
+	}
+	tg := make([]int32, len(ids))
+	Targets(ids, rowLen, tg, nil)
+	logq := make([]float64, c.VocabSize)
+	for i := range logq {
+		logq[i] = -math.Log(float64(c.VocabSize))
+	}
+	negs := make([]int32, 1024)
+	for i := range negs {
+		negs[i] = int32(rng.IntN(c.VocabSize))
+	}
+	step := func() {
+		p.ZeroGrad()
+		hf := m.Forward(ids, rowLen)
+		_, _, dhf := SampledSoftmax(m, hf, tg, negs, logq)
+		m.Backward(dhf)
+		opt.Update(p, 1e-3, 1)
+	}
+	step() // warm-up: first-touch page faults of the activation buffers
+	cpu0 := cpuSeconds()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		step()
+	}
+	b.ReportMetric(float64(b.N*len(ids))/b.Elapsed().Seconds(), "tok/s")
+	// CPU time is what one core can do when the machine is shared
+	b.ReportMetric(float64(b.N*len(ids))/(cpuSeconds()-cpu0), "tok/cpu-s")
+}
+
+func BenchmarkTrainStepDense(b *testing.B) {
+	c := DefaultConfig()
+	benchStep(b, &c, 4, 1024)
+}
+
+func BenchmarkTrainStepMoE(b *testing.B) {
+	c := DefaultConfig()
+	c.MoELayers = []int{0, 3, 5}
+	benchStep(b, &c, 4, 1024)
+}
+
+// cpuSeconds is the process's user+system CPU time.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}

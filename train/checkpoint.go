@@ -1,0 +1,154 @@
+package train
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/onecore-dev/onecore/engine"
+)
+
+// MaskFromCounts lists the ids with a zero count, never the special ids.
+func MaskFromCounts(counts []int64) []int32 {
+	mask := []int32{}
+	for id, n := range counts {
+		if n == 0 && id > eosID {
+			mask = append(mask, int32(id))
+		}
+	}
+	return mask
+}
+
+// SaveCheckpoint writes config.json, model.safetensors (bf16) and
+// generation.json through the engine (so the engine loads exactly what we
+// write) and, when tokenizerPath is set, copies the tokenizer into dir.
+func SaveCheckpoint(dir string, c *Config, p *Params[float32], gen *Generation, tokenizerPath string) error {
+	tensors := map[string][]float32{}
+	for _, s := range p.Specs {
+		tensors[s.Name] = p.W(s.Name)
+	}
+	if err := engine.SaveCheckpoint(dir, c, tensors, gen); err != nil {
+		return err
+	}
+	if tokenizerPath == "" {
+		return nil
+	}
+	dst := filepath.Join(dir, engine.TokenizerFile)
+	if a, _ := filepath.Abs(tokenizerPath); a != "" {
+		if b, _ := filepath.Abs(dst); a == b {
+			return nil
+		}
+	}
+	b, err := os.ReadFile(tokenizerPath)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(dst, b)
+}
+
+// LoadCheckpoint reads a checkpoint through the engine's validating loader
+// and returns its config, weights (fp32) and generation.json (empty when
+// absent). A classifier head present in the file is kept.
+func LoadCheckpoint(dir string) (*Config, *Params[float32], *Generation, error) {
+	ck, err := engine.LoadCheckpoint(dir)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	p := NewParams[float32](ParamSpecs(ck.Config, ck.NumLabels()))
+	for _, s := range p.Specs {
+		v, ok := ck.Tensors[s.Name]
+		if !ok {
+			if s.Name == "head.cls.b" {
+				continue // optional
+			}
+			return nil, nil, nil, fmt.Errorf("%s: missing tensor %q", dir, s.Name)
+		}
+		copy(p.W(s.Name), v)
+	}
+	gen := ck.Generation
+	if gen == nil {
+		gen = &Generation{StopIDs: []int32{eosID}}
+	}
+	return ck.Config, p, gen, nil
+}
+
+// TrainState is train_state/state.json: everything besides the tensors
+// that --resume needs to continue exactly where a run stopped.
+type TrainState struct {
+	Step   int64  `json:"step"`
+	Tokens int64  `json:"tokens"`
+	Cursor Cursor `json:"cursor"`
+	// Seed and the step number determine every random draw (negatives are
+	// drawn from a generator seeded with (seed, step)), so the RNG state is
+	// (Seed, Step).
+	Seed    uint64 `json:"seed"`
+	Options string `json:"options"` // fingerprint of the run's options
+}
+
+// saveTrainState writes master weights and AdamW moments (fp32), then
+// state.json last: a state.json always describes complete tensor files.
+func saveTrainState(dir string, p *Params[float32], opt *AdamW, st *TrainState) error {
+	sd := filepath.Join(dir, "train_state")
+	if err := os.MkdirAll(sd, 0o755); err != nil {
+		return err
+	}
+	var ts []*engine.Tensor
+	for _, s := range p.Specs {
+		off := p.Off[s.Name]
+		ts = append(ts,
+			engine.F32Tensor("master."+s.Name, s.Shape, p.W(s.Name)),
+			engine.F32Tensor("adam_m."+s.Name, s.Shape, opt.M[off:off+s.Size()]),
+			engine.F32Tensor("adam_v."+s.Name, s.Shape, opt.V[off:off+s.Size()]))
+	}
+	var buf bytes.Buffer
+	if err := engine.WriteSafetensors(&buf, ts, map[string]string{"step": strconv.FormatInt(st.Step, 10)}); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(sd, "optimizer.safetensors"), buf.Bytes()); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(sd, "state.json"), append(b, '\n'))
+}
+
+// loadTrainState restores what saveTrainState wrote.
+func loadTrainState(dir string, p *Params[float32], opt *AdamW) (*TrainState, error) {
+	sd := filepath.Join(dir, "train_state")
+	b, err := os.ReadFile(filepath.Join(sd, "state.json"))
+	if err != nil {
+		return nil, err
+	}
+	st := &TrainState{}
+	if err := json.Unmarshal(b, st); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(sd, "state.json"), err)
+	}
+	path := filepath.Join(sd, "optimizer.safetensors")
+	sf, err := engine.ReadSafetensors(path)
+	if err != nil {
+		return nil, err
+	}
+	if sf.Metadata["step"] != strconv.FormatInt(st.Step, 10) {
+		return nil, fmt.Errorf("%s: written at step %s but state.json says step %d (interrupted checkpoint write)", path, sf.Metadata["step"], st.Step)
+	}
+	for _, s := range p.Specs {
+		off := p.Off[s.Name]
+		for _, part := range []struct {
+			prefix string
+			dst    []float32
+		}{{"master.", p.Data}, {"adam_m.", opt.M}, {"adam_v.", opt.V}} {
+			t, ok := sf.Tensors[part.prefix+s.Name]
+			if !ok || t.DType != engine.F32 || t.NumElements() != s.Size() {
+				return nil, fmt.Errorf("%s: tensor %q missing, not F32 or of the wrong size", path, part.prefix+s.Name)
+			}
+			copy(part.dst[off:off+s.Size()], t.Float32())
+		}
+	}
+	opt.Step = st.Step
+	return st, nil
+}

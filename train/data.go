@@ -1,0 +1,299 @@
+package train
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/onecore-dev/onecore/readers"
+)
+
+// Tokenizer is what training needs from a tokenizer: text to ids without
+// special tokens, and ids back to text for printed generations.
+type Tokenizer interface {
+	Encode(text string) []int32
+	Decode(ids []int32) string
+}
+
+// ReadDocuments calls fn for every document under paths: Parquet and JSON
+// Lines files (.parquet, .jsonl/.ndjson/.json, optionally .gz/.zst) give one
+// document per row, its text in textField (read by the readers package;
+// malformed rows are skipped and counted in the returned rejects); any other
+// file is one document; a directory contributes every such file below it
+// (binary files and dot-directories skipped). Glob patterns are expanded.
+func ReadDocuments(paths []string, textField string, fn func(text string) error) (rejects int, err error) {
+	for _, p := range paths {
+		matches := []string{p}
+		if strings.ContainsAny(p, "*?[") {
+			m, err := filepath.Glob(p)
+			if err != nil {
+				return rejects, fmt.Errorf("data %q: %w", p, err)
+			}
+			if len(m) == 0 {
+				return rejects, fmt.Errorf("data %q: no file matches", p)
+			}
+			matches = m
+		}
+		for _, path := range matches {
+			st, err := os.Stat(path)
+			if err != nil {
+				return rejects, fmt.Errorf("data: %w", err)
+			}
+			if !st.IsDir() {
+				n, err := readFile(path, textField, true, fn)
+				rejects += n
+				if err != nil {
+					return rejects, err
+				}
+				continue
+			}
+			var files []string
+			err = filepath.WalkDir(path, func(q string, d fs.DirEntry, err error) error {
+				if err != nil {
+					return err
+				}
+				if d.IsDir() && q != path && strings.HasPrefix(d.Name(), ".") {
+					return filepath.SkipDir
+				}
+				if d.Type().IsRegular() {
+					files = append(files, q)
+				}
+				return nil
+			})
+			if err != nil {
+				return rejects, fmt.Errorf("data: %w", err)
+			}
+			sort.Strings(files)
+			for _, f := range files {
+				n, err := readFile(f, textField, false, fn)
+				rejects += n
+				if err != nil {
+					return rejects, err
+				}
+			}
+		}
+	}
+	return rejects, nil
+}
+
+// readRows streams the rows of a Parquet/JSONL shard: fn gets the text
+// field and the keep fields (ok false when missing or null). Malformed rows
+// are counted and skipped; an unreadable file is an error.
+func readRows(path, textField string, keep []string, fn func(row int64, text string, vals []readers.Value) error) (rejects int, err error) {
+	r, err := readers.Open(path, readers.Options{TextField: textField, Keep: keep, UTF8: readers.UTF8Repair})
+	if err != nil {
+		return 0, fmt.Errorf("data: %w", err)
+	}
+	defer r.Close()
+	for {
+		doc, err := r.Next()
+		if err == io.EOF {
+			return rejects, nil
+		}
+		var rej *readers.Reject
+		if errors.As(err, &rej) {
+			rejects++
+			continue
+		}
+		if err != nil {
+			return rejects, fmt.Errorf("data: %w", err)
+		}
+		if err := fn(doc.Source.Row, doc.Text, doc.Keep); err != nil {
+			return rejects, err
+		}
+	}
+}
+
+// readFile reads one file; explicit files must be text, files found by a
+// directory walk are skipped when they look binary.
+func readFile(path, textField string, explicit bool, fn func(string) error) (int, error) {
+	if readers.FormatOf(path) != readers.FormatUnknown {
+		return readRows(path, textField, nil, func(_ int64, text string, _ []readers.Value) error { return fn(text) })
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("data: %w", err)
+	}
+	if bytes.IndexByte(b, 0) >= 0 || !utf8.Valid(b) {
+		if explicit {
+			return 0, fmt.Errorf("data %s: not UTF-8 text (structured data must end in .parquet, .jsonl, .jsonl.gz or .jsonl.zst)", path)
+		}
+		return 0, nil
+	}
+	if len(b) == 0 {
+		return 0, nil
+	}
+	return 0, fn(string(b))
+}
+
+// Corpus is a tokenized document collection in memory: document i is
+// Tokens[Offs[i]:Offs[i+1]], <bos> … <eos>.
+type Corpus struct {
+	Tokens []int32
+	Offs   []int64
+	// Learn, when set (post-training), marks the tokens the model is
+	// trained to predict (answers and their <eos>); nil = every token.
+	Learn []bool
+}
+
+// Docs is the number of documents.
+func (c *Corpus) Docs() int { return len(c.Offs) - 1 }
+
+// Doc returns document i.
+func (c *Corpus) Doc(i int) []int32 { return c.Tokens[c.Offs[i]:c.Offs[i+1]] }
+
+func (c *Corpus) add(ids []int32) {
+	if len(c.Offs) == 0 {
+		c.Offs = []int64{0}
+	}
+	c.Tokens = append(c.Tokens, bosID)
+	c.Tokens = append(c.Tokens, ids...)
+	c.Tokens = append(c.Tokens, eosID)
+	c.Offs = append(c.Offs, int64(len(c.Tokens)))
+}
+
+// LoadCorpus reads and tokenizes every document (rejects counts malformed
+// rows skipped), sending about
+// valPermille/1000 of them (chosen by a hash of the text, so the split does
+// not depend on file order or seed) to the held-out split.
+func LoadCorpus(paths []string, textField string, tok Tokenizer, valPermille int) (train, val *Corpus, rejects int, err error) {
+	train, val = &Corpus{Offs: []int64{0}}, &Corpus{Offs: []int64{0}}
+	var batch []string
+	flush := func() {
+		var ids [][]int32
+		if be, ok := tok.(BatchEncoder); ok {
+			ids = be.EncodeBatch(batch)
+		} else {
+			for _, t := range batch {
+				ids = append(ids, tok.Encode(t))
+			}
+		}
+		for i, text := range batch {
+			h := fnv.New64a()
+			h.Write([]byte(text))
+			if h.Sum64()%1000 < uint64(valPermille) {
+				val.add(ids[i])
+			} else {
+				train.add(ids[i])
+			}
+		}
+		batch = batch[:0]
+	}
+	rejects, err = ReadDocuments(paths, textField, func(text string) error {
+		batch = append(batch, text)
+		if len(batch) == 256 {
+			flush()
+		}
+		return nil
+	})
+	flush()
+	if err == nil && train.Docs() == 0 {
+		err = fmt.Errorf("data: no training documents in %v", paths)
+	}
+	return train, val, rejects, err
+}
+
+// BatchEncoder is implemented by tokenizers that encode many texts in
+// parallel (same ids as Encode).
+type BatchEncoder interface {
+	EncodeBatch(texts []string) [][]int32
+}
+
+// Counts returns how often each id occurs in c (vocab entries).
+func (c *Corpus) Counts(vocab int) ([]int64, error) {
+	n := make([]int64, vocab)
+	for _, t := range c.Tokens {
+		if t < 0 || int(t) >= vocab {
+			return nil, fmt.Errorf("token id %d out of the model's vocabulary (%d): tokenizer and config disagree", t, vocab)
+		}
+		n[t]++
+	}
+	return n, nil
+}
+
+// Cursor is the packer's position in the data stream, saved for --resume.
+type Cursor struct {
+	Epoch int   `json:"epoch"`
+	Pos   int   `json:"pos"` // index into the epoch's document order
+	Off   int64 `json:"off"` // tokens of that document already emitted
+}
+
+// Packer cuts training rows of RowLen tokens out of a corpus: documents in
+// a seeded random order per epoch, whole documents packed greedily, padding
+// when the next document would not fit; a document longer than a row is
+// split (its continuation starts the next row, which the model treats as a
+// document start).
+type Packer struct {
+	C      *Corpus
+	RowLen int
+	Seed   uint64
+	Cur    Cursor
+	order  []int
+	ordEp  int
+}
+
+func (p *Packer) epochOrder() []int {
+	if p.order == nil || p.ordEp != p.Cur.Epoch {
+		rng := rand.New(rand.NewPCG(p.Seed, uint64(p.Cur.Epoch)+0x9e3779b9))
+		p.order = rng.Perm(p.C.Docs())
+		p.ordEp = p.Cur.Epoch
+	}
+	return p.order
+}
+
+// Next fills row (len RowLen) with the next tokens, padding with <pad>;
+// learn, if non-nil, receives the corpus's Learn flags (false for padding).
+func (p *Packer) Next(row []int32, learn []bool) {
+	n := 0
+	for n < len(row) {
+		ord := p.epochOrder()
+		if p.Cur.Pos >= len(ord) {
+			p.Cur = Cursor{Epoch: p.Cur.Epoch + 1}
+			continue
+		}
+		doc := p.C.Doc(ord[p.Cur.Pos])[p.Cur.Off:]
+		space := len(row) - n
+		if len(doc) <= space || n == 0 || len(doc) > len(row) {
+			k := min(len(doc), space)
+			copy(row[n:], doc[:k])
+			if learn != nil {
+				off := p.C.Offs[ord[p.Cur.Pos]] + p.Cur.Off
+				copy(learn[n:n+k], p.C.Learn[off:off+int64(k)])
+			}
+			n += k
+			if k == len(doc) {
+				p.Cur.Pos++
+				p.Cur.Off = 0
+			} else {
+				p.Cur.Off += int64(k)
+			}
+			continue
+		}
+		break // whole document fits in the next row: pad this one
+	}
+	clear(row[n:])
+	if learn != nil {
+		clear(learn[n:])
+	}
+}
+
+// Targets writes the next-token targets of rows (−1 where there is none:
+// the last position of a row, before <bos> or <pad>, and, when learn is
+// non-nil, before a token not marked to be learned).
+func Targets(ids []int32, rowLen int, dst []int32, learn []bool) {
+	for t := range ids {
+		dst[t] = -1
+		if (t+1)%rowLen != 0 && ids[t+1] != bosID && ids[t+1] != padID && (learn == nil || learn[t+1]) {
+			dst[t] = ids[t+1]
+		}
+	}
+}

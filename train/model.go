@@ -1,0 +1,279 @@
+package train
+
+import (
+	"fmt"
+	"math"
+)
+
+// Special token ids (DESIGN §2).
+const (
+	padID = 0
+	bosID = 1
+	eosID = 2
+)
+
+// Model is the training-time network of DESIGN §2: a forward pass that keeps
+// what the backward pass needs, and the backward pass itself. It is not safe
+// for concurrent use.
+type Model[T Float] struct {
+	Cfg *Config
+	P   *Params[T]
+	// AuxCoef weights the MoE load-balancing loss added to the objective.
+	AuxCoef float64
+
+	ws      *workspace
+	ropeCos []T // [pos][swa_head_dim/2]
+	ropeSin []T
+
+	// state of the last Forward
+	n      int
+	ids    []int32
+	start  []int32 // index of each token's document start
+	layers []layerCache[T]
+	hLast  []T // input of the final norm
+	rF     []T
+	hf     []T // final norm output (N×D)
+	dh     []T
+
+	scratch map[string][]T
+
+	// AuxLoss is the load-balancing loss of the last Forward (already
+	// multiplied by AuxCoef), summed over MoE layers.
+	AuxLoss float64
+	// Load counts, per layer (nil for dense layers), the tokens each expert
+	// processed in the last Forward.
+	Load [][]int
+}
+
+// NewModel wraps parameters p of config c.
+func NewModel[T Float](c *Config, p *Params[T]) *Model[T] {
+	return &Model[T]{Cfg: c, P: p, ws: newWorkspace(), AuxCoef: 0.01, layers: make([]layerCache[T], len(c.Layers)), Load: make([][]int, len(c.Layers))}
+}
+
+// layerCache keeps one layer's activations for the backward pass.
+type layerCache[T Float] struct {
+	hin, n1, r1, hmid, n2, r2, hout []T
+	// mixer
+	q, k, v, o, p []T // swa: q,k rotated; p = attention probabilities per chunk
+	chunks        []swaChunk
+	z, on, ro     []T // lin: decay logits, normed output, per-head rstd
+	// mlp
+	u, act []T
+	// moe
+	blocks []moeBlock[T]
+}
+
+// buf returns a zeroed scratch buffer of n elements kept under key, reused
+// across steps (the training loop would otherwise allocate hundreds of MB
+// per step and spend its time in the garbage collector).
+func (m *Model[T]) buf(key string, n int) []T {
+	if m.scratch == nil {
+		m.scratch = map[string][]T{}
+	}
+	b := growZero(m.scratch[key], n)
+	m.scratch[key] = b
+	return b
+}
+
+// bufRaw is buf without zeroing, for buffers that are fully overwritten.
+func (m *Model[T]) bufRaw(key string, n int) []T {
+	if m.scratch == nil {
+		m.scratch = map[string][]T{}
+	}
+	b := grow(m.scratch[key], n)
+	m.scratch[key] = b
+	return b
+}
+
+func grow[T Float](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+func growZero[T Float](s []T, n int) []T {
+	s = grow(s, n)
+	clear(s)
+	return s
+}
+
+// Forward runs the network over ids, a flat stream made of rows of rowLen
+// tokens (rowLen 0: one row). Each row start and each <bos> starts a
+// document. It returns the final-norm output, N×d_model, valid until the
+// next Forward.
+func (m *Model[T]) Forward(ids []int32, rowLen int) []T {
+	c := m.Cfg
+	N, D := len(ids), c.DModel
+	if rowLen <= 0 {
+		rowLen = N
+	}
+	m.n = N
+	m.ids = ids
+	if cap(m.start) < N {
+		m.start = make([]int32, N)
+	}
+	m.start = m.start[:N]
+	for t := range ids {
+		if t%rowLen == 0 || ids[t] == bosID {
+			m.start[t] = int32(t)
+		} else {
+			m.start[t] = m.start[t-1]
+		}
+		if ids[t] < 0 || int(ids[t]) >= c.VocabSize {
+			panic(fmt.Sprintf("train: token id %d out of range [0,%d)", ids[t], c.VocabSize))
+		}
+	}
+	emb := m.P.W("emb")
+	h := m.buf("h0", N*D)
+	for t, id := range ids {
+		copy(h[t*D:(t+1)*D], emb[int(id)*D:(int(id)+1)*D])
+	}
+	m.AuxLoss = 0
+	eps := T(c.NormEps)
+	for li, kind := range c.Layers {
+		lc := &m.layers[li]
+		pre := fmt.Sprintf("layers.%d.", li)
+		lc.hin = h
+		lc.n1 = grow(lc.n1, N*D)
+		lc.r1 = grow(lc.r1, N)
+		rmsnormFwd(h, m.P.W(pre+"norm1.g"), lc.n1, lc.r1, D, eps)
+		mix := m.buf("mix", N*D)
+		switch kind {
+		case "swa":
+			m.swaFwd(lc, pre, mix)
+		case "lin":
+			m.linFwd(lc, pre, mix)
+		}
+		lc.hmid = grow(lc.hmid, N*D)
+		hmid := lc.hmid
+		for i := range hmid {
+			hmid[i] = h[i] + mix[i]
+		}
+		lc.n2 = grow(lc.n2, N*D)
+		lc.r2 = grow(lc.r2, N)
+		rmsnormFwd(hmid, m.P.W(pre+"norm2.g"), lc.n2, lc.r2, D, eps)
+		lc.hout = grow(lc.hout, N*D)
+		out := lc.hout
+		if c.IsMoE(li) {
+			m.moeFwd(li, lc, pre, out)
+		} else {
+			m.mlpFwd(lc, pre, out)
+		}
+		for i := range out {
+			out[i] += hmid[i]
+		}
+		h = out
+	}
+	m.hLast = h
+	m.rF = grow(m.rF, N)
+	m.hf = grow(m.hf, N*D)
+	rmsnormFwd(h, m.P.W("norm.g"), m.hf, m.rF, D, eps)
+	return m.hf
+}
+
+// Backward takes dL/d(final-norm output) (N×D) and accumulates every
+// parameter gradient into P.Grad (including the MoE auxiliary loss).
+func (m *Model[T]) Backward(dhf []T) {
+	c := m.Cfg
+	N, D := m.n, c.DModel
+	m.dh = growZero(m.dh, N*D)
+	dh := m.dh
+	rmsnormBwd(m.hLast, m.P.W("norm.g"), m.rF, dhf, dh, m.P.G("norm.g"), D)
+	dn := m.buf("dn", N*D)
+	for li := len(c.Layers) - 1; li >= 0; li-- {
+		lc := &m.layers[li]
+		pre := fmt.Sprintf("layers.%d.", li)
+		clear(dn)
+		if c.IsMoE(li) {
+			m.moeBwd(li, lc, pre, dh, dn)
+		} else {
+			m.mlpBwd(lc, pre, dh, dn)
+		}
+		rmsnormBwd(lc.hmid, m.P.W(pre+"norm2.g"), lc.r2, dn, dh, m.P.G(pre+"norm2.g"), D)
+		clear(dn)
+		switch c.Layers[li] {
+		case "swa":
+			m.swaBwd(lc, pre, dh, dn)
+		case "lin":
+			m.linBwd(lc, pre, dh, dn)
+		}
+		rmsnormBwd(lc.hin, m.P.W(pre+"norm1.g"), lc.r1, dn, dh, m.P.G(pre+"norm1.g"), D)
+	}
+	demb := m.P.G("emb")
+	for t, id := range m.ids {
+		row := demb[int(id)*D : (int(id)+1)*D]
+		for i, v := range dh[t*D : (t+1)*D] {
+			row[i] += v
+		}
+	}
+}
+
+// rmsnormFwd writes x/sqrt(mean(x²)+eps)·g row by row into y and the
+// reciprocal rms into r.
+func rmsnormFwd[T Float](x, g, y, r []T, D int, eps T) {
+	for t := 0; t < len(x)/D; t++ {
+		row := x[t*D : (t+1)*D]
+		var ss T
+		for _, v := range row {
+			ss += v * v
+		}
+		inv := T(1 / math.Sqrt(float64(ss/T(D)+eps)))
+		r[t] = inv
+		out := y[t*D : (t+1)*D]
+		for i, v := range row {
+			out[i] = v * inv * g[i]
+		}
+	}
+}
+
+// rmsnormBwd adds the input gradient to dx and the gain gradient to dg.
+func rmsnormBwd[T Float](x, g, r, dy, dx, dg []T, D int) {
+	for t := 0; t < len(x)/D; t++ {
+		row, d := x[t*D:(t+1)*D], dy[t*D:(t+1)*D]
+		inv := r[t]
+		var dot T
+		for i, v := range row {
+			gy := g[i] * d[i]
+			dot += gy * v
+			dg[i] += d[i] * v * inv
+		}
+		c := dot * inv * inv * inv / T(D)
+		out := dx[t*D : (t+1)*D]
+		for i, v := range row {
+			out[i] += inv*g[i]*d[i] - v*c
+		}
+	}
+}
+
+// ---- MLP ----
+
+func (m *Model[T]) mlpFwd(lc *layerCache[T], pre string, out []T) {
+	N, D, F := m.n, m.Cfg.DModel, m.Cfg.DFF
+	lc.u = grow(lc.u, N*F)
+	lc.act = grow(lc.act, N*F)
+	gemm(m.ws, N, D, F, lc.n2, false, m.P.W(pre+"mlp.w_up"), false, lc.u, false)
+	for i, v := range lc.u {
+		if v < 0 {
+			v = 0
+		}
+		lc.act[i] = v * v
+	}
+	gemm(m.ws, N, F, D, lc.act, false, m.P.W(pre+"mlp.w_down"), false, out, false)
+}
+
+func (m *Model[T]) mlpBwd(lc *layerCache[T], pre string, dy, dx []T) {
+	N, D, F := m.n, m.Cfg.DModel, m.Cfg.DFF
+	gemm(m.ws, F, N, D, lc.act, true, dy, false, m.P.G(pre+"mlp.w_down"), true)
+	du := m.buf("du", N*F)
+	gemm(m.ws, N, D, F, dy, false, m.P.W(pre+"mlp.w_down"), true, du, false)
+	for i, u := range lc.u {
+		if u > 0 {
+			du[i] *= 2 * u
+		} else {
+			du[i] = 0
+		}
+	}
+	gemm(m.ws, D, N, F, lc.n2, true, du, false, m.P.G(pre+"mlp.w_up"), true)
+	gemm(m.ws, N, F, D, du, false, m.P.W(pre+"mlp.w_up"), true, dx, true)
+}

@@ -1,0 +1,80 @@
+package train
+
+import "math"
+
+// AdamW is Adam with decoupled weight decay over fp32 master weights.
+type AdamW struct {
+	Beta1, Beta2, Eps, WeightDecay float64
+	// Step counts the updates applied so far.
+	Step int64
+	M, V []float32
+	// decay[i] tells whether parameter element i is decayed (matrices).
+	decay []bool
+}
+
+// NewAdamW makes an optimizer for p with the usual LM settings.
+func NewAdamW(p *Params[float32], weightDecay float64) *AdamW {
+	o := &AdamW{Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: weightDecay,
+		M: make([]float32, len(p.Data)), V: make([]float32, len(p.Data)), decay: make([]bool, len(p.Data))}
+	for _, s := range p.Specs {
+		if Decayed(s) {
+			off := p.Off[s.Name]
+			for i := off; i < off+s.Size(); i++ {
+				o.decay[i] = true
+			}
+		}
+	}
+	return o
+}
+
+// Update applies one step with learning rate lr to p using p.Grad scaled
+// by gradScale (gradient clipping).
+func (o *AdamW) Update(p *Params[float32], lr, gradScale float64) {
+	o.Step++
+	b1, b2 := float32(o.Beta1), float32(o.Beta2)
+	c1 := 1 - math.Pow(o.Beta1, float64(o.Step))
+	c2 := 1 - math.Pow(o.Beta2, float64(o.Step))
+	stepSize := float32(lr / c1)
+	invC2 := float32(1 / c2)
+	eps := float32(o.Eps)
+	wd := float32(1 - lr*o.WeightDecay)
+	gs := float32(gradScale)
+	for i, g := range p.Grad {
+		g *= gs
+		m := b1*o.M[i] + (1-b1)*g
+		v := b2*o.V[i] + (1-b2)*g*g
+		o.M[i], o.V[i] = m, v
+		w := p.Data[i]
+		if o.decay[i] {
+			w *= wd
+		}
+		p.Data[i] = w - stepSize*m/(float32(math.Sqrt(float64(v*invC2)))+eps)
+	}
+}
+
+// GradNorm is the global L2 norm of p.Grad.
+func GradNorm(p *Params[float32]) float64 {
+	var s float64
+	for _, g := range p.Grad {
+		s += float64(g) * float64(g)
+	}
+	return math.Sqrt(s)
+}
+
+// Schedule is linear warmup then cosine decay to MinLR at Total steps.
+type Schedule struct {
+	LR, MinLR     float64
+	Warmup, Total int64
+}
+
+// At returns the learning rate of step (0-based).
+func (s Schedule) At(step int64) float64 {
+	if s.Warmup > 0 && step < s.Warmup {
+		return s.LR * float64(step+1) / float64(s.Warmup)
+	}
+	if step >= s.Total || s.Total <= s.Warmup {
+		return s.MinLR
+	}
+	x := float64(step-s.Warmup) / float64(s.Total-s.Warmup)
+	return s.MinLR + (s.LR-s.MinLR)*0.5*(1+math.Cos(math.Pi*x))
+}

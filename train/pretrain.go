@@ -1,0 +1,333 @@
+package train
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// PretrainOptions configures a pretraining run.
+type PretrainOptions struct {
+	Config        *Config
+	Tokenizer     Tokenizer
+	TokenizerPath string // copied into the checkpoint
+	Data          []string
+	TextField     string
+	Out           string
+	Resume        bool
+	Seed          uint64
+
+	Tokens      int64 // training tokens in total (rows×row_len×steps)
+	SeqLen      int   // tokens per row
+	Batch       int   // rows per step
+	LR, MinLR   float64
+	Warmup      int64 // steps
+	WeightDecay float64
+	Clip        float64
+	Negatives   int
+	AuxCoef     float64
+
+	ValPermille int
+	ValTokens   int
+	EvalEvery   int64 // tokens; 0 = only at the end
+	CkptEvery   int64 // tokens; 0 = only at the end
+	LogEvery    int   // steps
+	Generations int   // greedy samples printed per eval
+	// StopAfterSteps ends the run early (as if killed) after this many
+	// steps of this invocation, without a final checkpoint: for tests.
+	StopAfterSteps int64
+
+	Log      *slog.Logger
+	Progress func(total int64) func(done int64, desc string) // optional progress bar
+}
+
+// fingerprint covers the options a resumed run must share with the original.
+func (o *PretrainOptions) fingerprint() string {
+	b, _ := json.Marshal([]any{o.Config, o.Data, o.TextField, o.Seed, o.SeqLen, o.Batch, o.LR, o.MinLR, o.Warmup, o.WeightDecay, o.Clip, o.Negatives, o.AuxCoef, o.ValPermille})
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:8])
+}
+
+// metrics appends JSON lines to out/metrics.jsonl.
+type metrics struct{ w io.WriteCloser }
+
+func (m *metrics) write(v map[string]any) {
+	if m.w == nil {
+		return
+	}
+	b, _ := json.Marshal(v)
+	m.w.Write(append(b, '\n'))
+}
+
+// openMetrics opens out/metrics.jsonl; on resume it keeps only the lines of
+// steps up to the checkpoint (later ones are recomputed identically).
+func openMetrics(out string, keepUpTo int64, resume bool) (*metrics, error) {
+	path := filepath.Join(out, "metrics.jsonl")
+	if !resume {
+		f, err := os.Create(path)
+		return &metrics{f}, err
+	}
+	old, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	var kept []byte
+	for _, line := range splitLines(old) {
+		var rec struct {
+			Step int64 `json:"step"`
+		}
+		if json.Unmarshal(line, &rec) == nil && rec.Step <= keepUpTo {
+			kept = append(append(kept, line...), '\n')
+		}
+	}
+	if err := writeFileAtomic(path, kept); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o644)
+	return &metrics{f}, err
+}
+
+func splitLines(b []byte) [][]byte {
+	var out [][]byte
+	for len(b) > 0 {
+		i := 0
+		for i < len(b) && b[i] != '\n' {
+			i++
+		}
+		if i > 0 {
+			out = append(out, b[:i])
+		}
+		if i == len(b) {
+			break
+		}
+		b = b[i+1:]
+	}
+	return out
+}
+
+// ErrInterrupted is returned when the context was cancelled; the run saved
+// a checkpoint and can be resumed.
+var ErrInterrupted = errors.New("training interrupted (checkpoint saved; rerun with --resume)")
+
+// Pretrain runs sampled-softmax pretraining and writes checkpoints to o.Out.
+func Pretrain(ctx context.Context, o PretrainOptions) error {
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	c := o.Config
+	if o.SeqLen <= 1 || o.Batch <= 0 || o.Negatives <= 0 {
+		return fmt.Errorf("seq-len (%d), batch (%d) and negatives (%d) must be positive", o.SeqLen, o.Batch, o.Negatives)
+	}
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return err
+	}
+	statePath := filepath.Join(o.Out, "train_state", "state.json")
+	_, statErr := os.Stat(statePath)
+	if statErr == nil && !o.Resume {
+		return fmt.Errorf("%s holds a run (train_state/); pass --resume to continue it or choose another --out", o.Out)
+	}
+	t0 := time.Now()
+	train, val, rejects, err := LoadCorpus(o.Data, o.TextField, o.Tokenizer, o.ValPermille)
+	if err != nil {
+		return err
+	}
+	counts, err := train.Counts(c.VocabSize)
+	if err != nil {
+		return err
+	}
+	if _, err := val.Counts(c.VocabSize); err != nil {
+		return err
+	}
+	log.Info("data", "rejected_rows", rejects, "train_docs", train.Docs(), "train_tokens", len(train.Tokens), "val_docs", val.Docs(), "val_tokens", len(val.Tokens), "secs", time.Since(t0).Seconds())
+	logq := make([]float64, c.VocabSize)
+	var total int64
+	for _, n := range counts {
+		total += n
+	}
+	for id, n := range counts {
+		logq[id] = math.Log(float64(max(n, 1)) / float64(total))
+	}
+	neg := newUnigram(counts, false)
+	probeUni := newUnigram(counts, true)
+	mask := make([]bool, c.VocabSize)
+	for id, n := range counts {
+		mask[id] = n == 0 && id > eosID
+	}
+	gen := &Generation{VocabMask: MaskFromCounts(counts), StopIDs: []int32{eosID}}
+
+	p := NewParams[float32](ParamSpecs(c, 0))
+	p.Init(c, o.Seed)
+	opt := NewAdamW(p, o.WeightDecay)
+	m := NewModel(c, p)
+	m.AuxCoef = o.AuxCoef
+	rowTokens := int64(o.SeqLen * o.Batch)
+	totalSteps := max(1, o.Tokens/rowTokens)
+	sched := Schedule{LR: o.LR, MinLR: o.MinLR, Warmup: o.Warmup, Total: totalSteps}
+	packer := &Packer{C: train, RowLen: o.SeqLen, Seed: o.Seed}
+	st := &TrainState{Seed: o.Seed, Options: o.fingerprint()}
+	if o.Resume && statErr == nil {
+		st, err = loadTrainState(o.Out, p, opt)
+		if err != nil {
+			return fmt.Errorf("resume: %w", err)
+		}
+		if st.Options != o.fingerprint() {
+			return fmt.Errorf("resume: %s was written with different options (fingerprint %s, now %s); use the same flags", statePath, st.Options, o.fingerprint())
+		}
+		packer.Cur = st.Cursor
+		log.Info("resumed", "step", st.Step, "tokens", st.Tokens, "cursor", fmt.Sprintf("%+v", st.Cursor))
+	}
+	mt, err := openMetrics(o.Out, st.Step, o.Resume)
+	if err != nil {
+		return err
+	}
+	defer mt.w.Close()
+
+	save := func() error {
+		st.Cursor = packer.Cur
+		if err := SaveCheckpoint(o.Out, c, p, gen, o.TokenizerPath); err != nil {
+			return err
+		}
+		return saveTrainState(o.Out, p, opt, st)
+	}
+	evaluate := func() {
+		te := time.Now()
+		vf, n := ValFlat(m, val, o.SeqLen, o.Batch, o.ValTokens)
+		pr := RunProbes(m, o.Tokenizer, probeUni, mask, o.Seed)
+		rec := map[string]any{"step": st.Step, "tokens": st.Tokens, "val_flat": vf, "val_tokens": n, "induct": pr.Induct, "shift": pr.Shift, "add": pr.Add}
+		log.Info("eval", "step", st.Step, "val_flat", fmt.Sprintf("%.4f", vf), "val_tokens", n, "induct", pr.Induct, "shift", pr.Shift, "add", pr.Add, "secs", fmt.Sprintf("%.1f", time.Since(te).Seconds()))
+		var samples []string
+		for i := 0; i < o.Generations && i < val.Docs(); i++ {
+			doc := val.Doc(i)
+			prompt := doc[:min(len(doc), 12)]
+			out := Generate(m, prompt, 24, mask)
+			s := fmt.Sprintf("%q → %q", o.Tokenizer.Decode(prompt[1:]), o.Tokenizer.Decode(out))
+			samples = append(samples, s)
+			log.Info("sample", "step", st.Step, "text", s)
+		}
+		rec["samples"] = samples
+		mt.write(rec)
+	}
+
+	var bar func(int64, string)
+	if o.Progress != nil {
+		bar = o.Progress(totalSteps * rowTokens)
+	}
+	ids := make([]int32, rowTokens)
+	tg := make([]int32, rowTokens)
+	negs := make([]int32, o.Negatives)
+	var runSteps int64
+	if st.Step == 0 && o.EvalEvery > 0 {
+		evaluate() // the untrained baseline
+	}
+	tWin, tokWin := time.Now(), int64(0)
+	for st.Step < totalSteps {
+		if ctx.Err() != nil {
+			if err := save(); err != nil {
+				return err
+			}
+			return ErrInterrupted
+		}
+		for r := 0; r < o.Batch; r++ {
+			packer.Next(ids[r*o.SeqLen:(r+1)*o.SeqLen], nil)
+		}
+		Targets(ids, o.SeqLen, tg, nil)
+		rng := rand.New(rand.NewPCG(o.Seed, uint64(st.Step)))
+		for i := range negs {
+			negs[i] = neg.draw(rng)
+		}
+		p.ZeroGrad()
+		hf := m.Forward(ids, o.SeqLen)
+		loss, _, dhf := SampledSoftmax(m, hf, tg, negs, logq)
+		m.Backward(dhf)
+		gn := GradNorm(p)
+		scale := 1.0
+		if o.Clip > 0 && gn > o.Clip {
+			scale = o.Clip / gn
+		}
+		lr := sched.At(st.Step)
+		opt.Update(p, lr, scale)
+		st.Step++
+		st.Tokens += rowTokens
+		runSteps++
+		tokWin += rowTokens
+		if math.IsNaN(loss) || math.IsInf(loss, 0) {
+			return fmt.Errorf("step %d: loss is %v (lower --lr?)", st.Step, loss)
+		}
+		rec := map[string]any{"step": st.Step, "tokens": st.Tokens, "loss": loss, "lr": lr, "grad_norm": gn}
+		if len(c.MoELayers) > 0 {
+			rec["aux"] = m.AuxLoss
+			load := map[string][]int{}
+			for li, l := range m.Load {
+				if l != nil {
+					load[fmt.Sprint(li)] = l
+				}
+			}
+			rec["expert_load"] = load
+		}
+		if o.LogEvery > 0 && (st.Step%int64(o.LogEvery) == 0 || st.Step == totalSteps) {
+			secs := time.Since(tWin).Seconds()
+			tps := float64(tokWin) / secs
+			rec["tok_s"] = tps
+			attrs := []any{"step", st.Step, "tokens", st.Tokens, "loss", fmt.Sprintf("%.4f", loss), "lr", fmt.Sprintf("%.3g", lr), "grad_norm", fmt.Sprintf("%.3g", gn), "tok/s", fmt.Sprintf("%.0f", tps)}
+			for li, l := range m.Load {
+				if l != nil {
+					attrs = append(attrs, fmt.Sprintf("load%d", li), loadSummary(l))
+				}
+			}
+			log.Info("train", attrs...)
+			tWin, tokWin = time.Now(), 0
+		}
+		mt.write(rec)
+		if bar != nil {
+			bar(st.Tokens, fmt.Sprintf("loss %.3f", loss))
+		}
+		if o.StopAfterSteps > 0 && runSteps >= o.StopAfterSteps {
+			return nil
+		}
+		// eval and checkpoint when the token count crosses a multiple of the
+		// interval, so a resumed run keeps the same schedule
+		if crossed(st.Tokens, rowTokens, o.EvalEvery) && st.Step < totalSteps {
+			evaluate()
+		}
+		if crossed(st.Tokens, rowTokens, o.CkptEvery) && st.Step < totalSteps {
+			if err := save(); err != nil {
+				return err
+			}
+			log.Info("checkpoint", "dir", o.Out, "step", st.Step)
+		}
+	}
+	evaluate()
+	if err := save(); err != nil {
+		return err
+	}
+	log.Info("done", "dir", o.Out, "steps", st.Step, "tokens", st.Tokens)
+	return nil
+}
+
+// loadSummary is "max/min tokens per expert" plus the busiest expert.
+func loadSummary(l []int) string {
+	mx, mn, arg := l[0], l[0], 0
+	for e, v := range l {
+		if v > mx {
+			mx, arg = v, e
+		}
+		mn = min(mn, v)
+	}
+	return fmt.Sprintf("max=%d(e%d) min=%d", mx, arg, mn)
+}
+
+// crossed reports whether the step that ended at tokens crossed a multiple of every.
+func crossed(tokens, step, every int64) bool {
+	return every > 0 && tokens/every != (tokens-step)/every
+}

@@ -1,0 +1,202 @@
+package train
+
+import "math"
+
+// rope makes sure the RoPE tables cover positions < n and returns them.
+func (m *Model[T]) rope(n int) (cos, sin []T) {
+	half := m.Cfg.SWAHeadDim / 2
+	have := len(m.ropeCos) / max(half, 1)
+	if have < n {
+		m.ropeCos = make([]T, n*half)
+		m.ropeSin = make([]T, n*half)
+		for p := 0; p < n; p++ {
+			for i := 0; i < half; i++ {
+				ang := float64(p) * math.Pow(m.Cfg.RopeTheta, -2*float64(i)/float64(m.Cfg.SWAHeadDim))
+				m.ropeCos[p*half+i] = T(math.Cos(ang))
+				m.ropeSin[p*half+i] = T(math.Sin(ang))
+			}
+		}
+	}
+	return m.ropeCos, m.ropeSin
+}
+
+// ropeRows rotates every head of every row of x (N×H·hd) by its token's
+// position; inverse rotates by the negative angle (the backward pass).
+func (m *Model[T]) ropeRows(x []T, inverse bool) {
+	H, hd := m.Cfg.SWAHeads, m.Cfg.SWAHeadDim
+	half := hd / 2
+	cos, sin := m.rope(m.n)
+	for t := 0; t < m.n; t++ {
+		p := t - int(m.start[t])
+		cs, sn := cos[p*half:(p+1)*half], sin[p*half:(p+1)*half]
+		for h := 0; h < H; h++ {
+			lo := x[t*H*hd+h*hd : t*H*hd+h*hd+half]
+			hi := x[t*H*hd+h*hd+half : t*H*hd+(h+1)*hd]
+			for i := range lo {
+				a, b := lo[i], hi[i]
+				s := sn[i]
+				if inverse {
+					s = -s
+				}
+				lo[i] = a*cs[i] - b*s
+				hi[i] = b*cs[i] + a*s
+			}
+		}
+	}
+}
+
+// swaChunk is one block of queries [c0, c1) of one document with its keys
+// [k0, c1): the chunk itself and the previous one (DESIGN §2: chunks are
+// window long, counted from the document start). poff locates its
+// probabilities (H × (c1−c0) × (c1−k0)) in the layer cache.
+type swaChunk struct{ c0, c1, k0, poff int }
+
+// swaChunks lists the chunks of the current stream.
+func (m *Model[T]) swaChunks(dst []swaChunk) ([]swaChunk, int) {
+	W, H := m.Cfg.Window, m.Cfg.SWAHeads
+	dst = dst[:0]
+	off := 0
+	for t := 0; t < m.n; {
+		s := int(m.start[t])
+		c1 := t + 1
+		for c1 < m.n && int(m.start[c1]) == s && (c1-s)%W != 0 {
+			c1++
+		}
+		k0 := max(s, t-W)
+		dst = append(dst, swaChunk{t, c1, k0, off})
+		off += H * (c1 - t) * (c1 - k0)
+		t = c1
+	}
+	return dst, off
+}
+
+// gatherHead copies columns [h·hd, (h+1)·hd) of rows [r0, r1) of x (rows of
+// width ld) into dst, contiguous.
+func gatherHead[T Float](dst, x []T, r0, r1, ld, h, hd int) []T {
+	dst = dst[:(r1-r0)*hd]
+	for r := r0; r < r1; r++ {
+		copy(dst[(r-r0)*hd:(r-r0+1)*hd], x[r*ld+h*hd:r*ld+(h+1)*hd])
+	}
+	return dst
+}
+
+// scatterAddHead adds src (contiguous rows) into the head columns of x.
+func scatterAddHead[T Float](x, src []T, r0, r1, ld, h, hd int) {
+	for r := r0; r < r1; r++ {
+		d := x[r*ld+h*hd : r*ld+(h+1)*hd]
+		for i, v := range src[(r-r0)*hd : (r-r0+1)*hd] {
+			d[i] += v
+		}
+	}
+}
+
+// swaFwd: sliding-window softmax attention with the document mask
+// j ≤ i ∧ i−j < W ∧ doc(i) = doc(j), chunked so every product is a GEMM.
+func (m *Model[T]) swaFwd(lc *layerCache[T], pre string, out []T) {
+	c := m.Cfg
+	N, D, H, hd, W := m.n, c.DModel, c.SWAHeads, c.SWAHeadDim, c.Window
+	HD := H * hd
+	lc.q = grow(lc.q, N*HD)
+	lc.k = grow(lc.k, N*HD)
+	lc.v = grow(lc.v, N*HD)
+	lc.o = growZero(lc.o, N*HD)
+	gemmShared(m.ws, N, D, lc.n1, false,
+		gemmOp[T]{m.P.W(pre + "swa.wq"), false, HD, lc.q, false},
+		gemmOp[T]{m.P.W(pre + "swa.wk"), false, HD, lc.k, false},
+		gemmOp[T]{m.P.W(pre + "swa.wv"), false, HD, lc.v, false})
+	m.ropeRows(lc.q, false)
+	m.ropeRows(lc.k, false)
+	var np int
+	lc.chunks, np = m.swaChunks(lc.chunks)
+	lc.p = grow(lc.p, np)
+	scale := T(1 / math.Sqrt(float64(hd)))
+	qh := m.buf("swa.qh", W*hd)
+	kh := m.buf("swa.kh", 2*W*hd)
+	vh := m.buf("swa.vh", 2*W*hd)
+	oh := m.buf("swa.oh", W*hd)
+	ninf := T(math.Inf(-1))
+	for _, ch := range lc.chunks {
+		nq, nk := ch.c1-ch.c0, ch.c1-ch.k0
+		for h := 0; h < H; h++ {
+			p := lc.p[ch.poff+h*nq*nk : ch.poff+(h+1)*nq*nk]
+			qh = gatherHead(qh[:cap(qh)], lc.q, ch.c0, ch.c1, HD, h, hd)
+			kh = gatherHead(kh[:cap(kh)], lc.k, ch.k0, ch.c1, HD, h, hd)
+			vh = gatherHead(vh[:cap(vh)], lc.v, ch.k0, ch.c1, HD, h, hd)
+			gemm(m.ws, nq, hd, nk, qh, false, kh, true, p, false)
+			for qi := 0; qi < nq; qi++ {
+				i := ch.c0 + qi
+				row := p[qi*nk : (qi+1)*nk]
+				for kj := range row {
+					j := ch.k0 + kj
+					if j > i || i-j >= W {
+						row[kj] = ninf
+					} else {
+						row[kj] *= scale
+					}
+				}
+				softmaxRow(row)
+			}
+			gemm(m.ws, nq, nk, hd, p, false, vh, false, oh[:nq*hd], false)
+			scatterAddHead(lc.o, oh, ch.c0, ch.c1, HD, h, hd)
+		}
+	}
+	gemm(m.ws, N, HD, D, lc.o, false, m.P.W(pre+"swa.wo"), false, out, false)
+}
+
+func (m *Model[T]) swaBwd(lc *layerCache[T], pre string, dy, dx []T) {
+	c := m.Cfg
+	N, D, H, hd, W := m.n, c.DModel, c.SWAHeads, c.SWAHeadDim, c.Window
+	HD := H * hd
+	gemm(m.ws, HD, N, D, lc.o, true, dy, false, m.P.G(pre+"swa.wo"), true)
+	do := m.buf("swa.do", N*HD)
+	gemm(m.ws, N, D, HD, dy, false, m.P.W(pre+"swa.wo"), true, do, false)
+	dq := m.buf("swa.dq", N*HD)
+	dk := m.buf("swa.dk", N*HD)
+	dv := m.buf("swa.dv", N*HD)
+	scale := T(1 / math.Sqrt(float64(hd)))
+	qh := m.buf("swa.qh", W*hd)
+	kh := m.buf("swa.kh", 2*W*hd)
+	vh := m.buf("swa.vh", 2*W*hd)
+	doh := m.buf("swa.doh", W*hd)
+	dqh := m.buf("swa.dqh", W*hd)
+	dkh := m.buf("swa.dkh", 2*W*hd)
+	dvh := m.buf("swa.dvh", 2*W*hd)
+	dp := m.buf("swa.dp", 2*W*W)
+	for _, ch := range lc.chunks {
+		nq, nk := ch.c1-ch.c0, ch.c1-ch.k0
+		for h := 0; h < H; h++ {
+			p := lc.p[ch.poff+h*nq*nk : ch.poff+(h+1)*nq*nk]
+			qh = gatherHead(qh[:cap(qh)], lc.q, ch.c0, ch.c1, HD, h, hd)
+			kh = gatherHead(kh[:cap(kh)], lc.k, ch.k0, ch.c1, HD, h, hd)
+			vh = gatherHead(vh[:cap(vh)], lc.v, ch.k0, ch.c1, HD, h, hd)
+			doh = gatherHead(doh[:cap(doh)], do, ch.c0, ch.c1, HD, h, hd)
+			ds := dp[:nq*nk]
+			gemm(m.ws, nq, hd, nk, doh, false, vh, true, ds, false)
+			for qi := 0; qi < nq; qi++ {
+				pr, dr := p[qi*nk:(qi+1)*nk], ds[qi*nk:(qi+1)*nk]
+				sum := dot(pr, dr)
+				for j, pv := range pr {
+					dr[j] = pv * (dr[j] - sum) * scale
+				}
+			}
+			gemm(m.ws, nq, nk, hd, ds, false, kh, false, dqh[:nq*hd], false)
+			gemm(m.ws, nk, nq, hd, ds, true, qh, false, dkh[:nk*hd], false)
+			gemm(m.ws, nk, nq, hd, p, true, doh, false, dvh[:nk*hd], false)
+			scatterAddHead(dq, dqh, ch.c0, ch.c1, HD, h, hd)
+			scatterAddHead(dk, dkh, ch.k0, ch.c1, HD, h, hd)
+			scatterAddHead(dv, dvh, ch.k0, ch.c1, HD, h, hd)
+		}
+	}
+	m.ropeRows(dq, true)
+	m.ropeRows(dk, true)
+	gemmShared(m.ws, D, N, lc.n1, true,
+		gemmOp[T]{dq, false, HD, m.P.G(pre + "swa.wq"), true},
+		gemmOp[T]{dk, false, HD, m.P.G(pre + "swa.wk"), true},
+		gemmOp[T]{dv, false, HD, m.P.G(pre + "swa.wv"), true})
+	for _, w := range []struct {
+		name string
+		d    []T
+	}{{"swa.wq", dq}, {"swa.wk", dk}, {"swa.wv", dv}} {
+		gemm(m.ws, N, HD, D, w.d, false, m.P.W(pre+w.name), true, dx, true)
+	}
+}
