@@ -36,17 +36,17 @@ type scratch struct {
 
 // Tokenizer encodes and decodes text. It is safe for concurrent use.
 type Tokenizer struct {
-	vocab     map[string]int32 // model vocabulary plus added tokens
-	tokens    []string         // id → token ("" for unused ids)
-	special   []bool           // id → special added token
-	added     addedSet         // all added tokens
-	ordinary  addedSet         // the added tokens that are not special
-	norm      normalizer
-	pre       preTokenizer
-	model     model
-	post      postProcessor
-	dec       decoder
-	pool      sync.Pool
+	vocab    map[string]int32 // model vocabulary plus added tokens
+	tokens   []string         // id → token ("" for unused ids)
+	special  []bool           // id → special added token
+	added    addedSet         // all added tokens
+	ordinary addedSet         // the added tokens that are not special
+	norm     normalizer
+	pre      preTokenizer
+	model    model
+	post     postProcessor
+	dec      decoder
+	pool     sync.Pool
 }
 
 // Load reads a Hugging Face tokenizer.json file.
