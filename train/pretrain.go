@@ -65,6 +65,11 @@ func (m *metrics) write(v map[string]any) {
 	if m.w == nil {
 		return
 	}
+	for k, x := range v { // JSON has no NaN/Inf: write null
+		if f, ok := x.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			v[k] = nil
+		}
+	}
 	b, _ := json.Marshal(v)
 	m.w.Write(append(b, '\n'))
 }
@@ -148,6 +153,9 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 	}
 	if _, err := val.Counts(c.VocabSize); err != nil {
 		return err
+	}
+	if val.Docs() == 0 {
+		log.Warn("no held-out documents: val_flat is unavailable (raise --val-permille)")
 	}
 	log.Info("data", "rejected_rows", rejects, "train_docs", train.Docs(), "train_tokens", len(train.Tokens), "val_docs", val.Docs(), "val_tokens", len(val.Tokens), "secs", time.Since(t0).Seconds())
 	logq := make([]float64, c.VocabSize)
