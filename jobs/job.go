@@ -82,7 +82,7 @@ type Job struct {
 	MaxTokens int    `yaml:"max_tokens,omitempty" json:"max_tokens"`
 	Truncate  string `yaml:"truncate,omitempty" json:"truncate"`
 	// Template is the prompt for extract (and classify by labels): the
-	// placeholders {{text}} and {{question}} are replaced by the document and
+	// placeholders {text} and {question} are replaced by the document and
 	// its question. Empty: the model's generation.json template.
 	Template string `yaml:"template,omitempty" json:"template,omitempty"`
 	// Question is a fixed question for every document; QuestionField names an
@@ -229,18 +229,20 @@ func (j *Job) Fingerprint() string {
 	return hex.EncodeToString(h[:8])
 }
 
-// SplitTemplate fills {{question}} and splits the template around {{text}}
+// SplitTemplate fills {question} and splits the template around {text}
 // so the document can be tokenized (and truncated) on its own: the prompt's
 // tokens are tokens(before) + tokens(document) + tokens(after). A template
-// without {{text}} puts the document first.
+// without {text} puts the document first.
 func SplitTemplate(template, question string) (before, after string, err error) {
-	t := strings.ReplaceAll(template, "{{question}}", question)
-	if strings.Count(t, "{{text}}") > 1 {
-		return "", "", errors.New("template: {{text}} appears more than once")
+	if strings.Count(template, "{text}") > 1 {
+		return "", "", errors.New("template: {text} appears more than once")
 	}
-	i := strings.Index(t, "{{text}}")
+	// Split before filling the question, so a question containing "{text}"
+	// stays literal text.
+	q := func(s string) string { return strings.ReplaceAll(s, "{question}", question) }
+	i := strings.Index(template, "{text}")
 	if i < 0 {
-		return "", t, nil
+		return "", q(template), nil
 	}
-	return t[:i], t[i+len("{{text}}"):], nil
+	return q(template[:i]), q(template[i+len("{text}"):]), nil
 }

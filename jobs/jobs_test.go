@@ -22,7 +22,7 @@ func TestParseNormalize(t *testing.T) {
 				t.Errorf("defaults: %+v", j)
 			}
 		}},
-		{name: "extract", yaml: "task: extract\ntemplate: 'Q: {{question}}\\n{{text}}\\nA:'\nquestion_field: q\nextractive: true\nkeep: [url, lang]\n", check: func(t *testing.T, j *Job) {
+		{name: "extract", yaml: "task: extract\ntemplate: 'Q: {question}\\n{text}\\nA:'\nquestion_field: q\nextractive: true\nkeep: [url, lang]\n", check: func(t *testing.T, j *Job) {
 			if j.MaxNewTokens != DefaultMaxNewTokens || !j.Extractive || len(j.Keep) != 2 {
 				t.Errorf("%+v", j)
 			}
@@ -70,12 +70,12 @@ func TestFingerprint(t *testing.T) {
 }
 
 func TestSplitTemplate(t *testing.T) {
-	b, a, err := SplitTemplate("Q: {{question}}\n{{text}}\nA:", "who?")
+	b, a, err := SplitTemplate("Q: {question}\n{text}\nA:", "who?")
 	if err != nil || b != "Q: who?\n" || a != "\nA:" {
 		t.Fatalf("%q %q %v", b, a, err)
 	}
-	if _, _, err := SplitTemplate("{{text}}{{text}}", ""); err == nil {
-		t.Fatal("double {{text}} accepted")
+	if _, _, err := SplitTemplate("{text}{text}", ""); err == nil {
+		t.Fatal("double {text} accepted")
 	}
 	b, a, _ = SplitTemplate("Answer:", "")
 	if b != "" || a != "Answer:" {

@@ -137,6 +137,7 @@ type Marker struct {
 	RowsOut  int64  `json:"rows_out"`
 	Rejected int64  `json:"rejected"`
 	Tokens   int64  `json:"tokens"`
+	BadFile  string `json:"bad_file,omitempty"` // why the file could not be read (to the end)
 	Finished string `json:"finished"`
 }
 

@@ -1,0 +1,345 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/onecore-dev/onecore/jobs"
+	"github.com/onecore-dev/onecore/models"
+	"github.com/onecore-dev/onecore/pipeline"
+)
+
+// extractFlags are the flags of extract (and of its task-named aliases).
+type extractFlags struct {
+	jobFile     string
+	in          []string
+	out, format string
+	model       string
+	task        string
+	keep        []string
+	textField   string
+	idField     string
+	maxTokens   int
+	truncate    string
+	template    string
+	question    string
+	questionFld string
+	labels      []string
+	classifyBy  string
+	maxNew      int
+	extractive  bool
+	abstain     []string
+	maxDocBytes int64
+
+	workers, tokWorkers, packTokens int
+	rank, world                     int
+	force, noPin                    bool
+	progress                        string
+	summary                         string
+}
+
+const extractLong = `extract runs a job over every document of the input shards (Parquet and JSON
+Lines, plain, .gz or .zst; files, directories or globs) on every CPU core and
+writes one result row per document.
+
+Tasks (--task, or task: in a --job YAML file; flags override the file):
+  classify  label, score, probs (per-label probabilities), from the model's
+            classifier head, or by scoring each --labels string after the prompt
+            (the default task; without --task, a model without a classifier
+            head and no --labels, the task is score)
+  score     mean_logprob, perplexity (a perplexity filter, as CCNet does)
+  extract   answer, answer_logprob, abstained: the --template prompt with the
+            document (and --question / --question-field) decoded greedily;
+            --extractive keeps the answer a span of the document
+  embed     embedding: the mean-pooled final hidden state (list<float32>)
+Every row also has id, file, row, tokens, truncated and the --keep columns.
+
+Output: --out DIR/ writes one part per input shard (DIR/part-*.parquet) plus
+bookkeeping (_onecore.json, _done/, _rejects/); --out FILE.parquet (or .arrow,
+.jsonl, .jsonl.zst) assembles the parts into one file at the end. Rejected
+rows go to the rejects files with file, row and reason.
+
+Resume: rerunning the same command skips finished shards and redoes the rest,
+so a run killed at any point (SIGKILL too) ends with every row written
+exactly once. SIGINT/SIGTERM stop reading, finish the documents in flight,
+mark finished shards and exit 130; a second signal exits at once.
+
+Scale-out: --rank/--world, else SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT,
+SLURM_PROCID/SLURM_NTASKS, or JOB_COMPLETION_INDEX with --world. Rank r takes
+shards i with i mod world == r. A lock per part keeps overlapping runs (cron)
+from writing the same part. See 'onecore jobs render'.
+
+Model: --model DIR, else $ONECORE_MODEL, else the bundled models/default.
+
+Exit codes: 0 done, 1 error, 2 usage, 3 done but rows or files were rejected,
+130 interrupted (rerun to resume). A JSON summary is printed to stdout.`
+
+const extractExample = `  onecore extract --in testdata/sample --out results.parquet
+  onecore extract --task score --in 'corpus/*.jsonl.zst' --out scores/ --keep url
+  onecore extract --job spam.yaml --in shards/ --out spam/ --workers 8
+  onecore classify --labels positive,negative --in reviews.parquet --out labels.parquet
+  onecore extract --task extract --question 'Who is the author?' --extractive --in docs/ --out authors.jsonl`
+
+func init() {
+	rootCmd.AddCommand(newExtractCmd("extract", "", "Run a job (classify, score, extract, embed) over corpus shards on every core"))
+	rootCmd.AddCommand(newExtractCmd("classify", jobs.TaskClassify, "extract --task classify: label every document"))
+	rootCmd.AddCommand(newExtractCmd("score", jobs.TaskScore, "extract --task score: per-document mean log-prob and perplexity"))
+	rootCmd.AddCommand(newExtractCmd("embed", jobs.TaskEmbed, "extract --task embed: per-document embedding"))
+}
+
+func newExtractCmd(use string, task jobs.Task, short string) *cobra.Command {
+	var fl extractFlags
+	cmd := &cobra.Command{
+		Use:     use,
+		Short:   short,
+		Long:    extractLong,
+		Example: extractExample,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if task != "" {
+				if cmd.Flags().Changed("task") && fl.task != string(task) {
+					return usageError{fmt.Errorf("%s runs task %s; --task %s contradicts it", use, task, fl.task)}
+				}
+				fl.task = string(task)
+			}
+			return runExtract(cmd, &fl)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&fl.jobFile, "job", "", "job YAML file (flags override its fields)")
+	f.StringSliceVar(&fl.in, "in", nil, "input shards: files, directories or globs (repeatable, comma-separated)")
+	f.StringVar(&fl.out, "out", "", "output directory (one part per shard) or file (.parquet, .arrow, .jsonl, .jsonl.zst)")
+	f.StringVar(&fl.format, "format", "", "parts format in directory mode: parquet (default), arrow, jsonl, jsonl.zst")
+	f.StringVar(&fl.model, "model", "", "checkpoint directory (default $"+models.EnvVar+", then the bundled model)")
+	if task == "" {
+		f.StringVar(&fl.task, "task", "", "classify, score, extract or embed (default classify)")
+	}
+	f.StringSliceVar(&fl.keep, "keep", nil, "input fields copied to every output row")
+	f.StringVar(&fl.textField, "text-field", "", "field holding the document text (default text)")
+	f.StringVar(&fl.idField, "id-field", "", "field holding the document id (default id; missing: file:row)")
+	f.IntVar(&fl.maxTokens, "max-tokens", 0, fmt.Sprintf("tokens per document, <bos> included (default %d)", jobs.DefaultMaxTokens))
+	f.StringVar(&fl.truncate, "truncate", "", "longer documents: head (keep the first max-tokens, default) or reject")
+	f.Int64Var(&fl.maxDocBytes, "max-doc-bytes", 0, "reject input rows larger than this (default 64 MiB)")
+	f.StringVar(&fl.template, "template", "", "prompt template with {text} and {question} (extract, classify by labels)")
+	f.StringVar(&fl.question, "question", "", "extract: question asked of every document")
+	f.StringVar(&fl.questionFld, "question-field", "", "extract: input field with a per-document question")
+	f.StringSliceVar(&fl.labels, "labels", nil, "classify: label set (default: the model's classifier head)")
+	f.StringVar(&fl.classifyBy, "classify-by", "", "classify: auto, head or labels")
+	f.IntVar(&fl.maxNew, "max-new-tokens", 0, fmt.Sprintf("extract: answer length bound (default %d)", jobs.DefaultMaxNewTokens))
+	f.BoolVar(&fl.extractive, "extractive", false, "extract: the answer must be a span of the document (or abstain)")
+	f.StringSliceVar(&fl.abstain, "abstain", nil, "extract: answers that mean no answer (an empty answer always does)")
+	f.IntVar(&fl.workers, "workers", 0, "engine workers, one per core (default: usable cores)")
+	f.IntVar(&fl.tokWorkers, "tokenizer-workers", 0, "tokenizer goroutines (default max(2, workers/2))")
+	f.IntVar(&fl.packTokens, "pack-tokens", 0, "tokens per engine pack (default 1024)")
+	f.IntVar(&fl.rank, "rank", -1, "this process's rank (default from Slurm/Kubernetes, else 0)")
+	f.IntVar(&fl.world, "world", 0, "number of ranks (default from Slurm, else 1)")
+	f.BoolVar(&fl.force, "force", false, "recompute into an output written by another job or model")
+	f.BoolVar(&fl.noPin, "no-pin", false, "do not pin engine workers to cores")
+	f.StringVar(&fl.progress, "progress", "auto", "auto (bar on a terminal, else log lines), bar, log or none")
+	f.StringVar(&fl.summary, "summary", "", "also write the JSON summary to this file")
+	return cmd
+}
+
+// buildJob merges the job file and the flags that were set.
+func buildJob(cmd *cobra.Command, fl *extractFlags) (*jobs.Job, error) {
+	j := &jobs.Job{}
+	if fl.jobFile != "" {
+		var err error
+		if j, err = jobs.LoadFile(fl.jobFile); err != nil {
+			return nil, err
+		}
+	}
+	set := cmd.Flags().Changed
+	if fl.task != "" {
+		j.Task = jobs.Task(fl.task)
+	}
+	str := func(name string, dst *string, v string) {
+		if set(name) {
+			*dst = v
+		}
+	}
+	str("model", &j.Model, fl.model)
+	str("text-field", &j.TextField, fl.textField)
+	str("id-field", &j.IDField, fl.idField)
+	str("truncate", &j.Truncate, fl.truncate)
+	str("template", &j.Template, fl.template)
+	str("question", &j.Question, fl.question)
+	str("question-field", &j.QuestionField, fl.questionFld)
+	str("classify-by", &j.ClassifyBy, fl.classifyBy)
+	str("out", &j.Out, fl.out)
+	if set("in") {
+		j.In = strings.Join(fl.in, ",")
+	}
+	if set("keep") {
+		j.Keep = fl.keep
+	}
+	if set("labels") {
+		j.Labels = fl.labels
+	}
+	if set("abstain") {
+		j.Abstain = fl.abstain
+	}
+	if set("max-tokens") {
+		j.MaxTokens = fl.maxTokens
+	}
+	if set("max-new-tokens") {
+		j.MaxNewTokens = fl.maxNew
+	}
+	if set("max-doc-bytes") {
+		j.MaxDocBytes = fl.maxDocBytes
+	}
+	if set("extractive") {
+		j.Extractive = fl.extractive
+	}
+	return j, nil
+}
+
+func runExtract(cmd *cobra.Command, fl *extractFlags) error {
+	job, err := buildJob(cmd, fl)
+	if err != nil {
+		return usageError{err}
+	}
+	taskGiven := job.Task != ""
+	if !taskGiven {
+		job.Task = jobs.TaskClassify // validated as classify; decided once the model is known
+	}
+	if err := job.Normalize(); err != nil {
+		return usageError{err}
+	}
+	if job.In == "" {
+		return usageError{errors.New("no input: pass --in (files, directories or globs) or set in: in the job file")}
+	}
+	if job.Out == "" {
+		return usageError{errors.New("no output: pass --out DIR/ or --out FILE.parquet")}
+	}
+	place, err := jobs.ResolvePlacement(fl.rank, fl.world, os.Getenv)
+	if err != nil {
+		return usageError{err}
+	}
+	stderr := cmd.ErrOrStderr()
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+
+	shards, err := pipeline.ExpandInputs(splitInputs(job.In))
+	if err != nil {
+		return err
+	}
+	dir, source, err := models.Resolve(job.Model)
+	if err != nil {
+		return fmt.Errorf("no model available: %w", err)
+	}
+	model, tok, err := pipeline.LoadModel(dir)
+	if err != nil {
+		return err
+	}
+	modelID, err := jobs.ModelID(dir)
+	if err != nil {
+		return err
+	}
+	if !taskGiven && len(job.Labels) == 0 && model.Labels() == nil {
+		// No task named and nothing to classify with: score instead, so the
+		// plain `onecore extract --in … --out …` works with any model.
+		job.Task, job.ClassifyBy = jobs.TaskScore, ""
+		if err := job.Normalize(); err != nil {
+			return usageError{err}
+		}
+		log.Info("no --task and the model has no classifier head: scoring (mean log-prob, perplexity)")
+	}
+
+	cfg := pipeline.Config{
+		Job: job, Shards: shards, Source: pipeline.ReaderSource{}, Tokenizer: tok, Model: model,
+		ModelPath: dir, ModelID: modelID, Create: pipeline.CreateWriter,
+		Out: job.Out, Format: fl.format, Placement: place,
+		Workers: fl.workers, TokWorkers: fl.tokWorkers, PackTok: fl.packTokens,
+		Pin: !fl.noPin, Force: fl.force, Log: log,
+	}
+	switch fl.progress {
+	case "auto":
+		if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			cfg.Progress = stderr
+		}
+	case "bar":
+		cfg.Progress = stderr
+	case "log":
+	case "none":
+		cfg.LogEvery = 1 << 62
+	default:
+		return usageError{fmt.Errorf("--progress %q: want auto, bar, log or none", fl.progress)}
+	}
+	log.Info("extract", "task", job.Task, "model", dir, "model_from", source, "shards", len(shards),
+		"rank", place.Rank, "world", place.World, "placement", place.From, "out", job.Out)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() { // a second signal exits at once: outputs are atomic, a rerun resumes
+		<-ctx.Done()
+		stop()
+		again := make(chan os.Signal, 1)
+		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+		<-again
+		fmt.Fprintln(os.Stderr, "onecore: second signal, exiting now; rerun the same command to resume")
+		os.Exit(exitInterrupted)
+	}()
+
+	sum, runErr := pipeline.Run(ctx, cfg)
+	if sum != nil {
+		if err := printSummary(cmd.OutOrStdout(), fl.summary, sum); err != nil && runErr == nil {
+			runErr = err
+		}
+	}
+	switch {
+	case runErr != nil:
+		return runErr
+	case sum.Interrupted:
+		return withExitCode(exitInterrupted, fmt.Errorf("interrupted: %d shard(s) finished and marked; rerun the same command to resume the rest", sum.ShardsDone))
+	case sum.Partial():
+		return withExitCode(exitPartial, fmt.Errorf("finished with %d rejected row(s) and %d bad file(s): see %s", sum.Rejected, sum.BadFiles, rejectsWhere(cfg, sum)))
+	}
+	if sum.ShardsLocked > 0 {
+		log.Warn("some shards are being written by another running onecore and were skipped", "shards_locked", sum.ShardsLocked)
+	}
+	log.Info("done", "summary", sum.String())
+	return nil
+}
+
+func rejectsWhere(cfg pipeline.Config, sum *pipeline.Summary) string {
+	if sum.Rejects != "" {
+		return sum.Rejects
+	}
+	return strings.TrimSuffix(cfg.Out, "/") + "/" + jobs.RejectsDir + "/"
+}
+
+func splitInputs(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func printSummary(w io.Writer, path string, sum *pipeline.Summary) error {
+	b, err := json.MarshalIndent(sum, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	if _, err := w.Write(b); err != nil {
+		return err
+	}
+	if path != "" {
+		return jobs.WriteFileAtomic(path, b)
+	}
+	return nil
+}

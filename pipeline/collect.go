@@ -1,0 +1,349 @@
+package pipeline
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/onecore-dev/onecore/jobs"
+)
+
+// shardRun is one shard being processed. The reader sets total, fileErr and
+// aborted before it sends the end event; everything else belongs to the
+// collector goroutine.
+type shardRun struct {
+	Shard
+	name string
+
+	total   int64
+	fileErr error
+	aborted bool
+
+	ended     bool
+	dead      bool // aborted or failed: drop its items
+	next      int64
+	pending   map[int64]*item
+	bld       *array.RecordBuilder
+	rows      int // rows in bld
+	w         PartWriter
+	rej       *rejectsFile
+	rowsOut   int64
+	rejected  int64
+	tokens    int64
+	textBytes int64
+}
+
+// collect puts results back in input order per shard, writes them, and
+// finalizes each shard (atomic part, rejects, completion marker) as soon as
+// its last row is in.
+func (r *runner) collect(in <-chan event, fail func(error)) error {
+	open := map[*shardRun]bool{}
+	var firstErr error
+	failed := func(sr *shardRun, err error) {
+		if firstErr == nil {
+			firstErr = err
+			fail(err)
+		}
+		r.abort(sr)
+		delete(open, sr)
+	}
+	for ev := range in {
+		t0 := time.Now()
+		switch {
+		case ev.start != nil:
+			sr := ev.start
+			if firstErr != nil {
+				sr.dead = true
+				break
+			}
+			if err := r.begin(sr); err != nil {
+				failed(sr, err)
+				break
+			}
+			open[sr] = true
+		case ev.end != nil:
+			sr := ev.end
+			if sr.dead {
+				break
+			}
+			sr.ended = true
+			if sr.aborted {
+				r.abort(sr)
+				delete(open, sr)
+				break
+			}
+			if sr.fileErr != nil {
+				r.st.badFiles.Add(1)
+				r.cfg.Log.Error("bad input file", "file", sr.Path, "err", sr.fileErr)
+				if err := sr.rej.add(rejectRow{File: sr.Path, Row: -1, Reason: "file unreadable: " + sr.fileErr.Error()}); err != nil {
+					failed(sr, err)
+					break
+				}
+			}
+			if err := r.maybeFinish(sr); err != nil {
+				failed(sr, err)
+				break
+			}
+			if sr.w == nil {
+				delete(open, sr)
+			}
+		case ev.item != nil:
+			sr := ev.item.shard
+			if sr.dead {
+				break
+			}
+			sr.pending[ev.item.seq] = ev.item
+			if err := r.drain(sr); err != nil {
+				failed(sr, err)
+				break
+			}
+			if err := r.maybeFinish(sr); err != nil {
+				failed(sr, err)
+				break
+			}
+			if sr.w == nil {
+				delete(open, sr)
+			}
+		}
+		r.st.addBusy(stWrite, t0)
+	}
+	for sr := range open { // interrupted or failed: unfinished shards leave nothing behind
+		r.abort(sr)
+	}
+	return firstErr
+}
+
+func (r *runner) begin(sr *shardRun) error {
+	sr.pending = map[int64]*item{}
+	w, err := r.cfg.Create(r.od.PartPath(sr.name), r.od.Format, r.schema)
+	if err != nil {
+		return fmt.Errorf("create part for %s: %w", sr.Key, err)
+	}
+	sr.w = w
+	sr.bld = array.NewRecordBuilder(memory.DefaultAllocator, r.schema)
+	sr.rej = &rejectsFile{path: r.od.RejectsPath(sr.name)}
+	return nil
+}
+
+// drain moves the in-order prefix of pending results into the batch.
+func (r *runner) drain(sr *shardRun) error {
+	for {
+		it, ok := sr.pending[sr.next]
+		if !ok {
+			return nil
+		}
+		delete(sr.pending, sr.next)
+		sr.next++
+		r.st.rowsIn.Add(1)
+		if it.reject != "" {
+			sr.rejected++
+			r.st.rejected.Add(1)
+			if err := sr.rej.add(rejectRow{File: it.doc.File, Row: it.doc.Row, ID: it.doc.ID, Reason: it.reject}); err != nil {
+				return err
+			}
+			crashPoint("reject")
+			continue
+		}
+		sr.textBytes += int64(it.textLen)
+		r.st.textSeen.Add(int64(it.textLen))
+		r.appendRow(sr.bld, it)
+		sr.rows++
+		sr.rowsOut++
+		sr.tokens += int64(len(it.tokens))
+		r.st.rowsOut.Add(1)
+		r.st.tokens.Add(int64(len(it.tokens)))
+		if sr.rows >= r.cfg.BatchRows {
+			if err := r.flush(sr); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (r *runner) flush(sr *shardRun) error {
+	if sr.rows == 0 {
+		return nil
+	}
+	rec := sr.bld.NewRecordBatch()
+	defer rec.Release()
+	sr.rows = 0
+	if err := sr.w.Write(rec); err != nil {
+		return fmt.Errorf("write part %s: %w", r.od.PartPath(sr.name), err)
+	}
+	crashPoint("write")
+	return nil
+}
+
+// maybeFinish finalizes a shard whose every row is in: the part is renamed
+// into place, then the rejects file, then the completion marker — so a
+// marker always means a complete part.
+func (r *runner) maybeFinish(sr *shardRun) error {
+	if !sr.ended || sr.next != sr.total || sr.w == nil {
+		return nil
+	}
+	if err := r.flush(sr); err != nil {
+		return err
+	}
+	sr.bld.Release()
+	sr.bld = nil
+	if err := sr.w.Close(); err != nil {
+		return fmt.Errorf("close part %s: %w", r.od.PartPath(sr.name), err)
+	}
+	sr.w = nil
+	crashPoint("renamed")
+	if err := sr.rej.close(); err != nil {
+		return err
+	}
+	crashPoint("rejects")
+	m := jobs.Marker{Shard: sr.Key, Part: filepath.Base(r.od.PartPath(sr.name)), RowsIn: sr.total, RowsOut: sr.rowsOut, Rejected: sr.rejected, Tokens: sr.tokens}
+	if sr.fileErr != nil {
+		m.BadFile = sr.fileErr.Error()
+	}
+	if err := r.od.MarkDone(sr.name, m); err != nil {
+		return err
+	}
+	crashPoint("marked")
+	r.st.shardsDone.Add(1)
+	r.st.doneBytes.Add(sr.Size)
+	r.st.doneText.Add(sr.textBytes)
+	return nil
+}
+
+// abort drops a shard's unfinished outputs (nothing reaches its final name).
+func (r *runner) abort(sr *shardRun) {
+	sr.dead = true
+	if sr.bld != nil {
+		sr.bld.Release()
+		sr.bld = nil
+	}
+	if sr.w != nil {
+		sr.w.Abort()
+		sr.w = nil
+	}
+	if sr.rej != nil {
+		sr.rej.abort()
+	}
+	sr.pending = nil
+}
+
+// appendRow appends one result row in schema order.
+func (r *runner) appendRow(b *array.RecordBuilder, it *item) {
+	keep := map[string]int{}
+	for i, k := range r.cfg.Job.Keep {
+		keep[k] = i
+	}
+	for i, f := range r.schema.Fields() {
+		fb := b.Field(i)
+		switch f.Name {
+		case jobs.ColID:
+			fb.(*array.StringBuilder).Append(it.doc.ID)
+		case jobs.ColFile:
+			fb.(*array.StringBuilder).Append(it.doc.File)
+		case jobs.ColRow:
+			fb.(*array.Int64Builder).Append(it.doc.Row)
+		case jobs.ColTokens:
+			fb.(*array.Int32Builder).Append(int32(len(it.tokens)))
+		case jobs.ColTruncated:
+			fb.(*array.BooleanBuilder).Append(it.truncated)
+		case jobs.ColLabel:
+			fb.(*array.StringBuilder).Append(it.res.label)
+		case jobs.ColScore:
+			fb.(*array.Float32Builder).Append(it.res.score)
+		case jobs.ColProbs:
+			appendList(fb.(*array.ListBuilder), it.res.probs)
+		case jobs.ColMeanLogprob:
+			fb.(*array.Float64Builder).Append(it.res.meanLogp)
+		case jobs.ColPerplexity:
+			fb.(*array.Float64Builder).Append(it.res.perplexity)
+		case jobs.ColAnswer:
+			fb.(*array.StringBuilder).Append(it.res.answer)
+		case jobs.ColAnswerLogp:
+			fb.(*array.Float32Builder).Append(it.res.answerLogp)
+		case jobs.ColAbstained:
+			fb.(*array.BooleanBuilder).Append(it.res.abstained)
+		case jobs.ColEmbedding:
+			appendList(fb.(*array.ListBuilder), it.res.embedding)
+		default:
+			k := keep[f.Name]
+			sb := fb.(*array.StringBuilder)
+			if k < len(it.doc.Keep) && it.doc.Keep[k].Valid {
+				sb.Append(it.doc.Keep[k].S)
+			} else {
+				sb.AppendNull()
+			}
+		}
+	}
+}
+
+func appendList(lb *array.ListBuilder, v []float32) {
+	lb.Append(true)
+	lb.ValueBuilder().(*array.Float32Builder).AppendValues(v, nil)
+}
+
+// rejectRow is one line of a rejects file.
+type rejectRow struct {
+	File   string `json:"file"`
+	Row    int64  `json:"row"` // -1: the file as a whole
+	ID     string `json:"id,omitempty"`
+	Reason string `json:"reason"`
+}
+
+// rejectsFile streams a part's rejects to a temporary file and renames it
+// into place with the part; with no rejects, any old file is removed.
+type rejectsFile struct {
+	path string
+	f    *os.File
+	bw   *bufio.Writer
+}
+
+func (j *rejectsFile) add(row rejectRow) error {
+	if j.f == nil {
+		f, err := os.CreateTemp(filepath.Dir(j.path), "."+filepath.Base(j.path)+".tmp-*")
+		if err != nil {
+			return fmt.Errorf("rejects file: %w", err)
+		}
+		j.f, j.bw = f, bufio.NewWriter(f)
+	}
+	b, _ := json.Marshal(row)
+	j.bw.Write(b)
+	return j.bw.WriteByte('\n')
+}
+
+func (j *rejectsFile) close() error {
+	if j.f == nil {
+		if err := os.Remove(j.path); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		return nil
+	}
+	tmp := j.f.Name()
+	err := j.bw.Flush()
+	if err == nil {
+		err = j.f.Sync()
+	}
+	if cerr := j.f.Close(); err == nil {
+		err = cerr
+	}
+	j.f = nil
+	if err == nil {
+		err = os.Rename(tmp, j.path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("rejects file %s: %w", j.path, err)
+	}
+	return nil
+}
+
+func (j *rejectsFile) abort() {
+	if j.f != nil {
+		j.f.Close()
+		os.Remove(j.f.Name())
+		j.f = nil
+	}
+}

@@ -1,0 +1,91 @@
+package pipeline
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+)
+
+// progressBytes estimates the input bytes consumed: finished shards count
+// fully; for the rest, text bytes seen are scaled by the finished shards'
+// bytes-on-disk per text byte (compression), 1 until one is finished.
+func (r *runner) progressBytes() int64 {
+	done, doneText := r.st.doneBytes.Load(), r.st.doneText.Load()
+	ratio := 1.0
+	if doneText > 0 {
+		ratio = float64(done) / float64(doneText)
+	}
+	inflight := float64(r.st.textSeen.Load()-doneText) * ratio
+	est := done + int64(inflight)
+	return min(est, r.total)
+}
+
+// startProgress draws a progress bar on a terminal, or logs a line every
+// LogEvery otherwise. The returned func stops it.
+func (r *runner) startProgress() func() {
+	stop := make(chan struct{})
+	finished := make(chan struct{})
+	start := time.Now()
+	rates := func() (docs, toks float64) {
+		el := time.Since(start).Seconds()
+		if el <= 0 {
+			return 0, 0
+		}
+		return float64(r.st.rowsOut.Load()) / el, float64(r.st.tokens.Load()) / el
+	}
+	if r.cfg.Progress != nil {
+		bar := progressbar.NewOptions64(max(r.total, 1),
+			progressbar.OptionSetWriter(r.cfg.Progress),
+			progressbar.OptionShowBytes(true),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionSetElapsedTime(true),
+			progressbar.OptionThrottle(200*time.Millisecond),
+			progressbar.OptionSetWidth(30),
+			progressbar.OptionShowDescriptionAtLineEnd(),
+			progressbar.OptionSetDescription("starting"),
+		)
+		go func() {
+			defer close(finished)
+			t := time.NewTicker(250 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					bar.Set64(r.progressBytes())
+					bar.Finish()
+					fmt.Fprintln(r.cfg.Progress)
+					return
+				case <-t.C:
+					d, k := rates()
+					bar.Describe(fmt.Sprintf("%d docs %.0f docs/s %.0f tok/s %d rejected", r.st.rowsOut.Load(), d, k, r.st.rejected.Load()))
+					bar.Set64(r.progressBytes())
+				}
+			}
+		}()
+	} else {
+		go func() {
+			defer close(finished)
+			t := time.NewTicker(r.cfg.LogEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+					d, k := rates()
+					done := r.progressBytes()
+					args := []any{"docs", r.st.rowsOut.Load(), "rejected", r.st.rejected.Load(), "docs_per_s", int(d), "tok_per_s", int(k),
+						"shards_done", r.st.shardsDone.Load(), "shards_todo", r.sum.ShardsToDo}
+					if done > 0 && r.total > 0 {
+						el := time.Since(start)
+						eta := time.Duration(float64(el) * float64(r.total-done) / float64(done)).Round(time.Second)
+						args = append(args, "pct", fmt.Sprintf("%.1f", 100*float64(done)/float64(r.total)), "eta", eta.String())
+					}
+					r.cfg.Log.Info("progress", args...)
+				}
+			}
+		}()
+	}
+	return func() { close(stop); <-finished }
+}

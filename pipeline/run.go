@@ -1,0 +1,546 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/onecore-dev/onecore/jobs"
+)
+
+// Config is everything one run needs.
+type Config struct {
+	Job       *jobs.Job // normalized
+	Shards    []Shard   // every input shard, sorted; Run assigns this rank's share
+	Source    Source
+	Tokenizer Tokenizer
+	Model     Model
+	ModelPath string
+	ModelID   string
+	Create    CreateFunc
+
+	// Out is a directory of parts (one per shard), or a file (.parquet,
+	// .arrow, .jsonl) the parts are merged into at the end.
+	Out    string
+	Format string // parts format in directory mode: parquet (default), arrow, jsonl
+
+	Placement  jobs.Placement
+	Workers    int  // engine workers (default: usable cores)
+	TokWorkers int  // tokenizer goroutines (default: max(2, workers/2))
+	PackTok    int  // tokens per engine pack (default 1024: four 256-token blocks)
+	BatchRows  int  // rows per output record batch (default 1024)
+	Pin        bool // pin each engine worker to its own core
+	Force      bool // overwrite an output dir written by another job/model
+
+	Log      *slog.Logger
+	Progress io.Writer     // a terminal: draw a progress bar there; nil: log lines
+	LogEvery time.Duration // period of progress log lines (default 10s)
+}
+
+// item is one document travelling through the stages.
+type item struct {
+	shard     *shardRun
+	seq       int64
+	doc       Doc
+	tokens    []int32 // <bos> + document tokens (truncated)
+	truncated bool
+	seqs      [][]int32
+	promptLen int
+	reject    string // non-empty: goes to rejects with this reason
+	textLen   int    // bytes of text (the text itself is dropped after tokenizing)
+	res       result
+}
+
+func (it *item) cost() int {
+	n := 0
+	for _, s := range it.seqs {
+		n += len(s)
+	}
+	return n
+}
+
+// event is what the collector receives: a shard start or end, or an item.
+type event struct {
+	start *shardRun
+	end   *shardRun
+	item  *item
+}
+
+// Run executes the job. It returns the summary and, on failure, an error;
+// an interrupted run (ctx cancelled) returns a summary with Interrupted set
+// and no error.
+func Run(ctx context.Context, cfg Config) (*Summary, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	out, err := resolveOutput(cfg.Out, cfg.Format, cfg.Placement)
+	if err != nil {
+		return nil, err
+	}
+	tk, labels, err := newTask(cfg.Job, cfg.Model, cfg.Tokenizer)
+	if err != nil {
+		return nil, err
+	}
+	schema := jobs.SchemaFor(cfg.Job, labels)
+	od := jobs.OutDir{Path: out.dir, Format: out.format}
+	if err := od.Prepare(jobs.Manifest{Job: cfg.Job, ModelPath: cfg.ModelPath, ModelID: cfg.ModelID}, cfg.Force); err != nil {
+		return nil, err
+	}
+
+	r := &runner{cfg: cfg, task: tk, schema: schema, od: od, out: out, sum: newSummary(cfg)}
+	defer r.unlockAll()
+	if err := r.plan(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	stopProgress := r.startProgress()
+	err = r.execute(ctx)
+	stopProgress()
+	r.sum.finish(time.Since(start), &r.st)
+	if err != nil {
+		return r.sum, err
+	}
+	if ctx.Err() != nil {
+		r.sum.Interrupted = true
+		return r.sum, nil
+	}
+	if out.merge != "" {
+		if r.sum.ShardsLocked > 0 {
+			return r.sum, fmt.Errorf("%d shard(s) are being written by another running onecore; %s not assembled (rerun when it has finished)", r.sum.ShardsLocked, out.merge)
+		}
+		if err := r.merge(); err != nil {
+			return r.sum, err
+		}
+	}
+	return r.sum, nil
+}
+
+func (c *Config) defaults() error {
+	if c.Job == nil || c.Source == nil || c.Tokenizer == nil || c.Model == nil || c.Create == nil {
+		return errors.New("pipeline: incomplete config")
+	}
+	if c.Workers <= 0 {
+		c.Workers = usableCPUs()
+	}
+	if c.TokWorkers <= 0 {
+		c.TokWorkers = max(2, c.Workers/2)
+	}
+	if c.PackTok <= 0 {
+		c.PackTok = 1024
+	}
+	if c.BatchRows <= 0 {
+		c.BatchRows = 1024
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.LogEvery <= 0 {
+		c.LogEvery = 10 * time.Second
+	}
+	if c.Placement.World == 0 {
+		c.Placement = jobs.Placement{Rank: 0, World: 1, From: "default"}
+	}
+	return nil
+}
+
+// output is where results go.
+type output struct {
+	dir    string // parts directory
+	format string
+	merge  string // final merged file ("" in directory mode)
+}
+
+// FormatOf maps an output file name to its format ("" when it is not a
+// results file name, i.e. a directory).
+func FormatOf(name string) string {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".parquet":
+		return "parquet"
+	case ".arrow", ".ipc", ".feather":
+		return "arrow"
+	case ".jsonl", ".ndjson":
+		return "jsonl"
+	}
+	if n := strings.ToLower(name); strings.HasSuffix(n, ".jsonl.zst") || strings.HasSuffix(n, ".ndjson.zst") {
+		return "jsonl.zst"
+	}
+	return ""
+}
+
+// StagingSuffix names the parts directory of a merged output file.
+const StagingSuffix = ".onecore-parts"
+
+func resolveOutput(out, format string, p jobs.Placement) (output, error) {
+	if out == "" {
+		return output{}, errors.New("no output: pass --out DIR/ or --out FILE.parquet")
+	}
+	if f := FormatOf(out); f != "" && !strings.HasSuffix(out, "/") {
+		if st, err := os.Stat(out); err == nil && st.IsDir() {
+			return output{dir: out, format: f}, nil
+		}
+		if format != "" && format != f {
+			return output{}, fmt.Errorf("--format %s contradicts the output name %s", format, out)
+		}
+		if p.World > 1 {
+			return output{}, fmt.Errorf("--out %s is a single file but this is rank %d of %d: give a directory (each rank writes its own parts)", out, p.Rank, p.World)
+		}
+		return output{dir: out + StagingSuffix, format: f, merge: out}, nil
+	}
+	switch format {
+	case "":
+		format = "parquet"
+	case "parquet", "arrow", "jsonl", "jsonl.zst":
+	default:
+		return output{}, fmt.Errorf("--format %q: want parquet, arrow, jsonl or jsonl.zst", format)
+	}
+	return output{dir: strings.TrimSuffix(out, "/"), format: format}, nil
+}
+
+// stats are the run's live counters (atomics: read by the progress loop).
+type stats struct {
+	rowsIn, rowsOut, rejected, tokens atomic.Int64
+	badFiles, files, shardsDone       atomic.Int64
+	doneBytes, doneText               atomic.Int64          // finished shards: input bytes, text bytes
+	textSeen                          atomic.Int64          // text bytes collected
+	busy                              [nStages]atomic.Int64 // nanoseconds
+}
+
+const (
+	stRead = iota
+	stTokenize
+	stPack
+	stEngine
+	stWrite
+	nStages
+)
+
+var stageNames = [nStages]string{"read", "tokenize", "pack", "engine", "write"}
+
+func (s *stats) addBusy(stage int, since time.Time) { s.busy[stage].Add(int64(time.Since(since))) }
+
+type runner struct {
+	cfg    Config
+	task   task
+	schema *arrow.Schema
+	od     jobs.OutDir
+	out    output
+	sum    *Summary
+	st     stats
+	work   []*shardRun // shards this run processes (locked)
+	locks  []*jobs.PartLock
+	total  int64 // input bytes of work
+}
+
+// plan picks this rank's shards, skips finished ones and takes the locks.
+func (r *runner) plan() error {
+	idx := jobs.Assign(len(r.cfg.Shards), r.cfg.Placement)
+	seen := map[string]string{}
+	for _, i := range idx {
+		sh := r.cfg.Shards[i]
+		name := jobs.PartName(sh.Key)
+		if prev, ok := seen[name]; ok {
+			return fmt.Errorf("shards %s and %s map to the same part name", prev, sh.Key)
+		}
+		seen[name] = sh.Key
+		r.sum.ShardsAssigned++
+		if m, done, err := r.od.Done(name); err != nil {
+			return err
+		} else if done {
+			r.sum.ShardsAlreadyDone++
+			r.sum.Previous.add(m)
+			continue
+		}
+		lk, err := r.od.Lock(name)
+		if errors.Is(err, jobs.ErrLocked) {
+			r.sum.ShardsLocked++
+			r.cfg.Log.Warn("shard skipped: another onecore is writing its part", "shard", sh.Key)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		r.locks = append(r.locks, lk)
+		// Re-check under the lock: the run that held it may have finished.
+		if m, done, _ := r.od.Done(name); done {
+			r.sum.ShardsAlreadyDone++
+			r.sum.Previous.add(m)
+			continue
+		}
+		r.removeStale(name)
+		r.work = append(r.work, &shardRun{Shard: sh, name: name})
+		r.total += sh.Size
+	}
+	r.sum.ShardsToDo = len(r.work)
+	return nil
+}
+
+// removeStale deletes temporaries a killed run left for part name (we hold
+// its lock, so no live process is writing them).
+func (r *runner) removeStale(name string) {
+	for _, dir := range []string{r.od.Path, filepath.Join(r.od.Path, jobs.RejectsDir)} {
+		matches, _ := filepath.Glob(filepath.Join(dir, "."+name+"*"))
+		for _, m := range matches {
+			os.Remove(m)
+		}
+	}
+}
+
+func (r *runner) unlockAll() {
+	for _, l := range r.locks {
+		l.Unlock()
+	}
+	r.locks = nil
+}
+
+// execute runs the stages over r.work.
+func (r *runner) execute(ctx context.Context) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	// Internal failures cancel with a cause; the outer ctx is the interrupt.
+	fail := func(err error) { cancel(err) }
+	failure := func() error {
+		if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+		return nil
+	}
+
+	w := r.cfg.Workers
+	tokCh := make(chan *item, 4*w)
+	packIn := make(chan *item, 4*w)
+	engCh := make(chan []*item, w)
+	collCh := make(chan event, 16*w)
+
+	var producers sync.WaitGroup // everything that sends to collCh
+	producers.Add(1)
+	go func() { // reader
+		defer producers.Done()
+		defer close(tokCh)
+		r.read(ctx, tokCh, collCh)
+	}()
+
+	var tokWG sync.WaitGroup
+	for range r.cfg.TokWorkers {
+		tokWG.Add(1)
+		producers.Add(1)
+		go func() {
+			defer tokWG.Done()
+			defer producers.Done()
+			r.tokenize(tokCh, packIn, collCh, fail)
+		}()
+	}
+	go func() { tokWG.Wait(); close(packIn) }()
+
+	go func() { // packer
+		defer close(engCh)
+		r.pack(packIn, engCh)
+	}()
+
+	ready := make(chan error, w)
+	for i := range w {
+		producers.Add(1)
+		go func() {
+			defer producers.Done()
+			r.engine(i, engCh, collCh, ready, fail)
+		}()
+	}
+	for range w {
+		if err := <-ready; err != nil {
+			fail(err)
+		}
+	}
+	go func() { producers.Wait(); close(collCh) }()
+
+	if err := r.collect(collCh, fail); err != nil {
+		fail(err)
+	}
+	return failure()
+}
+
+// read streams the work shards, one after another, into the tokenizer pool.
+func (r *runner) read(ctx context.Context, tokCh chan<- *item, collCh chan<- event) {
+	opts := ReadOptions{TextField: r.cfg.Job.TextField, IDField: r.cfg.Job.IDField, Keep: r.keepFields(), MaxDocBytes: r.cfg.Job.MaxDocBytes}
+	for _, sr := range r.work {
+		if ctx.Err() != nil {
+			return
+		}
+		collCh <- event{start: sr}
+		t0 := time.Now()
+		rd, err := r.cfg.Source.Open(sr.Shard, opts)
+		r.st.files.Add(1)
+		var seq int64
+		if err != nil {
+			sr.fileErr = err
+		} else {
+			for {
+				if ctx.Err() != nil {
+					sr.aborted = true
+					break
+				}
+				doc, err := rd.Next()
+				if err == io.EOF {
+					break
+				}
+				var rowErr *RowError
+				if errors.As(err, &rowErr) {
+					it := &item{shard: sr, seq: seq, doc: Doc{File: rowErr.File, Row: rowErr.Row}, reject: rowErr.Reason}
+					seq++
+					r.st.addBusy(stRead, t0)
+					collCh <- event{item: it}
+					t0 = time.Now()
+					continue
+				}
+				if err != nil {
+					sr.fileErr = err
+					break
+				}
+				it := &item{shard: sr, seq: seq, doc: doc}
+				seq++
+				crashPoint("read")
+				r.st.addBusy(stRead, t0)
+				tokCh <- it
+				t0 = time.Now()
+			}
+			rd.Close()
+		}
+		r.st.addBusy(stRead, t0)
+		sr.total = seq
+		collCh <- event{end: sr}
+	}
+}
+
+// keepFields are the reader's passthrough fields: the job's, then the
+// question field (read but only output when also kept).
+func (r *runner) keepFields() []string {
+	k := append([]string(nil), r.cfg.Job.Keep...)
+	if q := r.cfg.Job.QuestionField; q != "" && r.cfg.Job.Task == jobs.TaskExtract {
+		k = append(k, q)
+	}
+	return k
+}
+
+// MaxBytesPerToken bounds how much text is tokenized for a document: text
+// beyond max_tokens × MaxBytesPerToken bytes is never looked at, so a 20 MB
+// document costs no more than a long one.
+const MaxBytesPerToken = 32
+
+// tokenize encodes documents, applies the truncation policy and prepares
+// the task's engine inputs.
+func (r *runner) tokenize(in <-chan *item, out chan<- *item, collCh chan<- event, fail func(error)) {
+	job := r.cfg.Job
+	limit := job.MaxTokens * MaxBytesPerToken
+	for it := range in {
+		t0 := time.Now()
+		text := it.doc.Text
+		it.textLen = len(text)
+		cut := false
+		if len(text) > limit {
+			text, cut = cutUTF8(text, limit), true
+		}
+		ids := r.cfg.Tokenizer.Encode(text)
+		switch {
+		case len(ids) == 0:
+			it.reject = "empty text (no tokens)"
+		case len(ids) > job.MaxTokens-1 || cut:
+			if job.Truncate == jobs.TruncateReject {
+				it.reject = fmt.Sprintf("document longer than max_tokens=%d (truncate: reject)", job.MaxTokens)
+				break
+			}
+			if len(ids) > job.MaxTokens-1 {
+				ids = ids[:job.MaxTokens-1]
+			}
+			it.truncated = true
+		}
+		if it.reject == "" {
+			it.tokens = append(append(make([]int32, 0, len(ids)+1), BOS), ids...)
+			if err := r.task.prepare(it, r.cfg.Tokenizer); err != nil {
+				it.reject = err.Error()
+			}
+		}
+		r.st.addBusy(stTokenize, t0)
+		if it.reject != "" {
+			it.doc.Text = ""
+			collCh <- event{item: it}
+			continue
+		}
+		it.doc.Text = "" // the text is not needed any more: keep memory flat
+		out <- it
+	}
+}
+
+// cutUTF8 cuts s to at most n bytes without splitting a character.
+func cutUTF8(s string, n int) string {
+	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// pack groups documents into packs of about PackTok tokens (several
+// 256-token blocks, so the engine's GEMMs have M ≥ 256).
+func (r *runner) pack(in <-chan *item, out chan<- []*item) {
+	var cur []*item
+	n := 0
+	for it := range in {
+		t0 := time.Now()
+		cur = append(cur, it)
+		n += it.cost()
+		r.st.addBusy(stPack, t0)
+		if n >= r.cfg.PackTok {
+			out <- cur
+			cur, n = nil, 0
+		}
+	}
+	if len(cur) > 0 {
+		out <- cur
+	}
+}
+
+// engine is one worker: an engine instance on its own locked, pinned thread.
+func (r *runner) engine(i int, in <-chan []*item, collCh chan<- event, ready chan<- error, fail func(error)) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if r.cfg.Pin {
+		if err := pinToCPU(i); err != nil {
+			r.cfg.Log.Warn("could not pin engine worker", "worker", i, "err", err)
+		}
+	}
+	w, err := r.cfg.Model.NewWorker()
+	ready <- err
+	if err != nil {
+		for range in { // drain so upstream never blocks
+		}
+		return
+	}
+	defer w.Close()
+	broken := false
+	for pack := range in {
+		if broken {
+			continue
+		}
+		t0 := time.Now()
+		err := r.task.run(w, r.cfg.Tokenizer, pack)
+		r.st.addBusy(stEngine, t0)
+		crashPoint("engine")
+		if err != nil {
+			fail(fmt.Errorf("engine worker %d: %w", i, err))
+			broken = true
+			continue
+		}
+		for _, it := range pack {
+			it.seqs = nil
+			collCh <- event{item: it}
+		}
+	}
+}

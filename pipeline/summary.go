@@ -1,0 +1,92 @@
+package pipeline
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/onecore-dev/onecore/jobs"
+)
+
+// Summary is the final report of a run (printed as JSON).
+type Summary struct {
+	Task    string `json:"task"`
+	Out     string `json:"out"`
+	Rank    int    `json:"rank"`
+	World   int    `json:"world"`
+	Workers int    `json:"workers"`
+
+	RowsIn   int64 `json:"rows_in"`   // rows read this run (documents + rejected rows)
+	RowsOut  int64 `json:"rows_out"`  // result rows written this run
+	Rejected int64 `json:"rejected"`  // rows sent to the rejects files this run
+	Files    int64 `json:"files"`     // input files opened this run
+	BadFiles int64 `json:"bad_files"` // files that could not be read (to the end)
+	Tokens   int64 `json:"tokens"`    // tokens of the written rows (<bos> included)
+
+	ShardsAssigned    int `json:"shards_assigned"`     // this rank's share of the input
+	ShardsAlreadyDone int `json:"shards_already_done"` // finished by an earlier run: skipped
+	ShardsLocked      int `json:"shards_locked"`       // being written by another live run: skipped
+	ShardsToDo        int `json:"shards_todo"`
+	ShardsDone        int `json:"shards_done"` // finished (marked complete) by this run
+
+	// Previous totals the skipped, already finished shards (from their markers).
+	Previous Totals `json:"previous"`
+
+	WallS       float64            `json:"wall_s"`
+	TokPerS     float64            `json:"tok_per_s"`
+	DocsPerS    float64            `json:"docs_per_s"`
+	BusyS       map[string]float64 `json:"busy_s"` // per stage, summed over its goroutines
+	Interrupted bool               `json:"interrupted"`
+	Rejects     string             `json:"rejects,omitempty"` // where the rejects are
+}
+
+// Totals are row counts from completion markers.
+type Totals struct {
+	RowsIn   int64 `json:"rows_in"`
+	RowsOut  int64 `json:"rows_out"`
+	Rejected int64 `json:"rejected"`
+	BadFiles int64 `json:"bad_files"`
+}
+
+func (t *Totals) add(m jobs.Marker) {
+	t.RowsIn += m.RowsIn
+	t.RowsOut += m.RowsOut
+	t.Rejected += m.Rejected
+	if m.BadFile != "" {
+		t.BadFiles++
+	}
+}
+
+func newSummary(c Config) *Summary {
+	return &Summary{Task: string(c.Job.Task), Out: c.Out, Rank: c.Placement.Rank, World: c.Placement.World, Workers: c.Workers}
+}
+
+func (s *Summary) finish(wall time.Duration, st *stats) {
+	s.RowsIn, s.RowsOut, s.Rejected = st.rowsIn.Load(), st.rowsOut.Load(), st.rejected.Load()
+	s.Files, s.BadFiles, s.Tokens = st.files.Load(), st.badFiles.Load(), st.tokens.Load()
+	s.ShardsDone = int(st.shardsDone.Load())
+	s.WallS = wall.Seconds()
+	if s.WallS > 0 {
+		s.TokPerS = float64(s.Tokens) / s.WallS
+		s.DocsPerS = float64(s.RowsOut) / s.WallS
+	}
+	s.BusyS = map[string]float64{}
+	for i, n := range stageNames {
+		s.BusyS[n] = time.Duration(st.busy[i].Load()).Seconds()
+	}
+}
+
+// Partial reports whether rows or files were rejected (exit code 3).
+func (s *Summary) Partial() bool {
+	return s.Rejected > 0 || s.BadFiles > 0
+}
+
+// Complete reports whether every assigned shard is finished.
+func (s *Summary) Complete() bool {
+	return !s.Interrupted && s.ShardsLocked == 0 && s.ShardsDone == s.ShardsToDo
+}
+
+// String is a one-line human summary.
+func (s *Summary) String() string {
+	return fmt.Sprintf("%d rows in, %d out, %d rejected, %d bad files; %d tokens in %.1fs (%.0f tok/s); shards: %d done, %d already done, %d locked",
+		s.RowsIn, s.RowsOut, s.Rejected, s.BadFiles, s.Tokens, s.WallS, s.TokPerS, s.ShardsDone, s.ShardsAlreadyDone, s.ShardsLocked)
+}

@@ -1,0 +1,375 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/onecore-dev/onecore/jobs"
+)
+
+// result is one document's task output.
+type result struct {
+	label      string
+	score      float32
+	probs      []float32
+	meanLogp   float64
+	perplexity float64
+	answer     string
+	answerLogp float32
+	abstained  bool
+	embedding  []float32
+}
+
+// task turns prepared documents into results on an engine worker.
+type task interface {
+	// prepare builds the engine inputs of a document from its tokens
+	// (<bos> first, already truncated).
+	prepare(it *item, tok Tokenizer) error
+	// run computes the results of a pack of prepared documents.
+	run(w Worker, tok Tokenizer, pack []*item) error
+}
+
+// newTask builds the task a job names, checking it against the model.
+func newTask(j *jobs.Job, m Model, tok Tokenizer) (task, []string, error) {
+	switch j.Task {
+	case jobs.TaskScore:
+		return scoreTask{}, nil, nil
+	case jobs.TaskEmbed:
+		return embedTask{}, nil, nil
+	case jobs.TaskClassify:
+		return newClassify(j, m, tok)
+	case jobs.TaskExtract:
+		return newExtract(j, m, tok)
+	}
+	return nil, nil, fmt.Errorf("unknown task %q", j.Task)
+}
+
+// template returns the job's template, else the model's, else def.
+func template(j *jobs.Job, m Model, def string) string {
+	if j.Template != "" {
+		return j.Template
+	}
+	if t := m.Template(string(j.Task)); t != "" {
+		return t
+	}
+	return def
+}
+
+// --- score ---
+
+// scoreTask: mean log-prob of the document's tokens after <bos>, and its
+// perplexity, as a CCNet-style quality filter.
+type scoreTask struct{}
+
+func (scoreTask) prepare(it *item, _ Tokenizer) error {
+	it.seqs = [][]int32{it.tokens}
+	return nil
+}
+
+func (scoreTask) run(w Worker, _ Tokenizer, pack []*item) error {
+	outs, err := w.Forward(flatten(pack), Want{LogProbs: true})
+	if err != nil {
+		return err
+	}
+	for i, it := range pack {
+		lp := outs[i].LogProbs
+		if len(lp) != len(it.tokens)-1 {
+			return fmt.Errorf("engine returned %d log-probs for %d tokens", len(lp), len(it.tokens))
+		}
+		var s float64
+		for _, v := range lp {
+			s += float64(v)
+		}
+		m := s / float64(len(lp))
+		it.res.meanLogp = m
+		it.res.perplexity = math.Exp(-m)
+	}
+	return nil
+}
+
+// --- embed ---
+
+type embedTask struct{}
+
+func (embedTask) prepare(it *item, _ Tokenizer) error {
+	it.seqs = [][]int32{it.tokens}
+	return nil
+}
+
+func (embedTask) run(w Worker, _ Tokenizer, pack []*item) error {
+	outs, err := w.Forward(flatten(pack), Want{Mean: true})
+	if err != nil {
+		return err
+	}
+	for i, it := range pack {
+		it.res.embedding = outs[i].Mean
+	}
+	return nil
+}
+
+// --- classify ---
+
+// classifyTask classifies with the checkpoint's head (over the raw
+// document) or, by labels, scores each label's tokens after the prompt:
+// p(label) ∝ exp(Σ log p(label tokens | prompt)).
+type classifyTask struct {
+	labels   []string
+	byHead   bool
+	before   []int32 // prompt tokens before the document (labels mode)
+	after    []int32 // prompt tokens after it
+	labelIDs [][]int32
+}
+
+func newClassify(j *jobs.Job, m Model, tok Tokenizer) (task, []string, error) {
+	head := m.Labels()
+	useHead := false
+	switch j.ClassifyBy {
+	case jobs.ClassifyHead:
+		if len(head) == 0 {
+			return nil, nil, errors.New("classify_by head: the model has no classifier head (head.cls) with labels in generation.json")
+		}
+		if len(j.Labels) > 0 && !slices.Equal(j.Labels, head) {
+			return nil, nil, fmt.Errorf("classify_by head: job labels %q differ from the head's labels %q", j.Labels, head)
+		}
+		useHead = true
+	case jobs.ClassifyAuto, "":
+		useHead = len(head) > 0 && (len(j.Labels) == 0 || slices.Equal(j.Labels, head))
+	}
+	if useHead {
+		return &classifyTask{labels: head, byHead: true}, head, nil
+	}
+	if len(j.Labels) == 0 {
+		return nil, nil, errors.New("classify: the model has no classifier head; give labels (--labels or labels: in the job) to classify by scoring label strings")
+	}
+	t := &classifyTask{labels: j.Labels}
+	before, after, err := jobs.SplitTemplate(template(j, m, "{text}\nLabel:"), "")
+	if err != nil {
+		return nil, nil, err
+	}
+	t.before, t.after = tok.Encode(before), tok.Encode(after)
+	for _, l := range j.Labels {
+		ids := tok.Encode(l)
+		if len(ids) == 0 {
+			return nil, nil, fmt.Errorf("label %q has no tokens", l)
+		}
+		t.labelIDs = append(t.labelIDs, ids)
+	}
+	return t, j.Labels, nil
+}
+
+func (t *classifyTask) prepare(it *item, _ Tokenizer) error {
+	if t.byHead {
+		it.seqs = [][]int32{it.tokens}
+		return nil
+	}
+	prompt := concat([]int32{BOS}, t.before, it.tokens[1:], t.after)
+	it.seqs = it.seqs[:0]
+	for _, l := range t.labelIDs {
+		it.seqs = append(it.seqs, concat(prompt, l))
+	}
+	it.promptLen = len(prompt)
+	return nil
+}
+
+func (t *classifyTask) run(w Worker, _ Tokenizer, pack []*item) error {
+	if t.byHead {
+		outs, err := w.Forward(flatten(pack), Want{ClassLogits: true})
+		if err != nil {
+			return err
+		}
+		for i, it := range pack {
+			if len(outs[i].ClassLogits) != len(t.labels) {
+				return fmt.Errorf("engine returned %d class logits for %d labels", len(outs[i].ClassLogits), len(t.labels))
+			}
+			t.finish(it, outs[i].ClassLogits)
+		}
+		return nil
+	}
+	outs, err := w.Forward(flatten(pack), Want{LogProbs: true})
+	if err != nil {
+		return err
+	}
+	k := 0
+	for _, it := range pack {
+		scores := make([]float32, len(t.labels))
+		for li, ids := range t.labelIDs {
+			lp := outs[k].LogProbs
+			k++
+			var s float32
+			for j := range ids {
+				s += lp[it.promptLen-1+j]
+			}
+			scores[li] = s
+		}
+		t.finish(it, scores)
+	}
+	return nil
+}
+
+// finish turns label logits into probabilities, label and score.
+func (t *classifyTask) finish(it *item, logits []float32) {
+	p := softmax(logits)
+	best := 0
+	for i := range p {
+		if p[i] > p[best] {
+			best = i
+		}
+	}
+	it.res.probs, it.res.label, it.res.score = p, t.labels[best], p[best]
+}
+
+func softmax(x []float32) []float32 {
+	m := float32(math.Inf(-1))
+	for _, v := range x {
+		m = max(m, v)
+	}
+	out := make([]float32, len(x))
+	var s float64
+	for i, v := range x {
+		e := math.Exp(float64(v - m))
+		out[i] = float32(e)
+		s += e
+	}
+	for i := range out {
+		out[i] = float32(float64(out[i]) / s)
+	}
+	return out
+}
+
+// --- extract ---
+
+// extractTask renders the prompt around the document (and its question) and
+// decodes an answer greedily; extractive mode only allows continuations
+// that stay a contiguous span of the document's tokens.
+type extractTask struct {
+	template   string
+	maxNew     int
+	extractive bool
+	stop       []int32
+	abstain    []string
+	qIndex     int // index of the question field in Doc.Keep, or -1
+	question   string
+	fixed      [2][]int32 // before/after tokens when the question is fixed
+}
+
+const defaultExtractTemplate = "{text}\nQuestion: {question}\nAnswer:"
+
+func newExtract(j *jobs.Job, m Model, tok Tokenizer) (task, []string, error) {
+	t := &extractTask{
+		template:   template(j, m, defaultExtractTemplate),
+		maxNew:     j.MaxNewTokens,
+		extractive: j.Extractive,
+		stop:       m.StopIDs(),
+		abstain:    j.Abstain,
+		qIndex:     -1,
+		question:   j.Question,
+	}
+	if len(t.stop) == 0 {
+		t.stop = []int32{EOS}
+	}
+	if j.QuestionField != "" {
+		t.qIndex = len(j.Keep) // the pipeline reads it after the keep fields
+	}
+	b, a, err := jobs.SplitTemplate(t.template, t.question)
+	if err != nil {
+		return nil, nil, err
+	}
+	t.fixed = [2][]int32{tok.Encode(b), tok.Encode(a)}
+	return t, nil, nil
+}
+
+func (t *extractTask) prepare(it *item, tok Tokenizer) error {
+	before, after := t.fixed[0], t.fixed[1]
+	if t.qIndex >= 0 && t.qIndex < len(it.doc.Keep) && it.doc.Keep[t.qIndex].Valid {
+		b, a, err := jobs.SplitTemplate(t.template, it.doc.Keep[t.qIndex].S)
+		if err != nil {
+			return err
+		}
+		before, after = tok.Encode(b), tok.Encode(a)
+	}
+	it.seqs = [][]int32{concat([]int32{BOS}, before, it.tokens[1:], after)}
+	return nil
+}
+
+func (t *extractTask) run(w Worker, tok Tokenizer, pack []*item) error {
+	opt := GenOptions{MaxNew: t.maxNew}
+	if t.extractive {
+		opt.Allow = func(i int, gen []int32) []int32 { return spanContinuations(pack[i].tokens[1:], gen, t.stop) }
+	}
+	gens, err := w.Generate(flatten(pack), opt)
+	if err != nil {
+		return err
+	}
+	for i, it := range pack {
+		g := gens[i]
+		ans := tok.Decode(g.Tokens)
+		it.res.answer, it.res.answerLogp = ans, g.LogProb
+		it.res.abstained = t.isAbstain(ans)
+	}
+	return nil
+}
+
+func (t *extractTask) isAbstain(ans string) bool {
+	a := strings.TrimSpace(ans)
+	if a == "" {
+		return true
+	}
+	for _, s := range t.abstain {
+		if strings.EqualFold(a, strings.TrimSpace(s)) {
+			return true
+		}
+	}
+	return false
+}
+
+// spanContinuations lists the tokens that extend gen to a longer span of
+// doc, plus the stop ids once gen is non-empty (a span may end anywhere)
+// and at the start (stopping at once abstains). Nil: no continuation, stop.
+func spanContinuations(doc, gen, stop []int32) []int32 {
+	seen := map[int32]bool{}
+	var out []int32
+	add := func(id int32) {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	for i := 0; i+len(gen) < len(doc); i++ {
+		if slices.Equal(doc[i:i+len(gen)], gen) {
+			add(doc[i+len(gen)])
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	for _, s := range stop {
+		add(s)
+	}
+	return out
+}
+
+// --- helpers ---
+
+// flatten lists the engine sequences of a pack in order.
+func flatten(pack []*item) [][]int32 {
+	var out [][]int32
+	for _, it := range pack {
+		out = append(out, it.seqs...)
+	}
+	return out
+}
+
+func concat(parts ...[]int32) []int32 {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	out := make([]int32, 0, n)
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
