@@ -26,6 +26,9 @@ type PretrainOptions struct {
 	Out           string
 	Resume        bool
 	Seed          uint64
+	// InitFrom starts from a checkpoint's weights (same config) instead of
+	// a random initialisation, with a fresh optimizer and schedule.
+	InitFrom string
 
 	Tokens      int64 // training tokens in total (rows×row_len×steps)
 	SeqLen      int   // tokens per row
@@ -53,7 +56,7 @@ type PretrainOptions struct {
 
 // fingerprint covers the options a resumed run must share with the original.
 func (o *PretrainOptions) fingerprint() string {
-	b, _ := json.Marshal([]any{o.Config, o.Data, o.TextField, o.Seed, o.SeqLen, o.Batch, o.LR, o.MinLR, o.Warmup, o.WeightDecay, o.Clip, o.Negatives, o.AuxCoef, o.ValPermille})
+	b, _ := json.Marshal([]any{o.Config, o.Data, o.TextField, o.Seed, o.InitFrom, o.SeqLen, o.Batch, o.LR, o.MinLR, o.Warmup, o.WeightDecay, o.Clip, o.Negatives, o.AuxCoef, o.ValPermille})
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:8])
 }
@@ -176,6 +179,20 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 
 	p := NewParams[float32](ParamSpecs(c, 0))
 	p.Init(c, o.Seed)
+	if o.InitFrom != "" {
+		fc, fp, _, err := LoadCheckpoint(o.InitFrom)
+		if err != nil {
+			return err
+		}
+		a, _ := json.Marshal(fc)
+		b, _ := json.Marshal(c)
+		if string(a) != string(b) {
+			return fmt.Errorf("--init-from %s: its config %s differs from --config %s", o.InitFrom, a, b)
+		}
+		for _, s := range p.Specs {
+			copy(p.W(s.Name), fp.W(s.Name))
+		}
+	}
 	opt := NewAdamW(p, o.WeightDecay)
 	m := NewModel(c, p)
 	m.AuxCoef = o.AuxCoef
