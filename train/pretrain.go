@@ -228,7 +228,7 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 	evaluate := func() {
 		te := time.Now()
 		vf, n := ValFlat(m, val, o.SeqLen, o.Batch, o.ValTokens)
-		pr := RunProbes(m, o.Tokenizer, probeUni, mask, o.Seed)
+		pr := runProbes(m, o.Tokenizer, probeUni, mask, o.Seed)
 		rec := map[string]any{"step": st.Step, "tokens": st.Tokens, "val_flat": vf, "val_tokens": n, "induct": pr.Induct, "shift": pr.Shift, "add": pr.Add}
 		log.Info("eval", "step", st.Step, "val_flat", fmt.Sprintf("%.4f", vf), "val_tokens", n, "induct", pr.Induct, "shift", pr.Shift, "add", pr.Add, "secs", fmt.Sprintf("%.1f", time.Since(te).Seconds()))
 		var samples []string
