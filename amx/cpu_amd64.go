@@ -92,6 +92,9 @@ func cpuSupports(k Kernel) bool {
 	case KernelAVX512BF16:
 		return c.AVX512F && c.AVX512BW && c.AVX512BF16 && c.OSAVX512 && matmulImpl[k] != nil
 	case KernelAMX:
+		if amxSimulated {
+			return c.AVX512F && c.AVX512BW && c.OSAVX512
+		}
 		return c.AMXTile && c.AMXBF16 && c.OSAMX && c.AMXPerm && c.AVX512F && c.OSAVX512 && matmulImpl[k] != nil
 	}
 	return false

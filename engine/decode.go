@@ -87,11 +87,7 @@ func (d *Decoder) Add(req Request) (int, error) {
 	st.rng = rand.New(rand.NewPCG(req.Seed, 0x6f6e65636f7265))
 	body := req.Prompt[:len(req.Prompt)-1]
 	if len(body) > 0 {
-		in := d.in
-		in.export = []*seqState{st}
-		in.setup([][]int32{body})
-		in.forward()
-		in.export = nil
+		d.in.prefillState(body, st)
 	}
 	st.pos = len(body)
 	st.next = req.Prompt[len(req.Prompt)-1]
@@ -125,12 +121,11 @@ func (d *Decoder) Step() []Token {
 	keep := d.active[:0]
 	for i, st := range d.active {
 		row := d.logits[i*V : (i+1)*V]
-		st.logits = append(st.logits[:0], row...)
 		in.m.applyMask(row)
 		tok := d.smp.pick(row, &st.req.Sampling, st.rng)
 		st.made++
 		st.next = tok
-		done := st.stopSet[tok] || (st.req.MaxNew > 0 && st.made >= st.req.MaxNew) || st.pos >= MaxDocTokens
+		done := st.stopSet[tok] || (st.req.MaxNew > 0 && st.made >= st.req.MaxNew)
 		d.out = append(d.out, Token{Seq: st.id, Token: tok, Done: done})
 		if done {
 			d.free = append(d.free, st)
@@ -206,14 +201,13 @@ func (d *Decoder) swaStep(li int, lw *layerWeights) {
 	M := in.n
 	in.matmul(M, in.xb, D, lw.wqkv, in.proj, P, nil)
 	t0 := in.tick()
-	half := hd / 2
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	if cap(d.scores) < W {
 		d.scores = make([]float32, W)
 	}
 	for i, st := range d.active {
 		p := st.pos
-		cs, sn := in.cos[p*half:(p+1)*half], in.sin[p*half:(p+1)*half]
+		cs, sn := in.rope(p)
 		row := in.proj[i*P : (i+1)*P]
 		for h := 0; h < 2*H; h++ {
 			amx.RoPE(row[h*hd:(h+1)*hd], cs, sn)
@@ -221,23 +215,23 @@ func (d *Decoder) swaStep(li int, lw *layerWeights) {
 		// Keys, values and queries take their bf16 values, as in prefill.
 		roundBF16(row)
 		slot := p % W
-		copy(st.k[li][slot*sd:(slot+1)*sd], row[sd:2*sd])
-		copy(st.v[li][slot*sd:(slot+1)*sd], row[2*sd:3*sd])
+		K, Vr := st.k[li], st.v[li]
+		for f := 0; f < sd; f++ {
+			K[f*W+slot] = row[sd+f]
+			Vr[f*W+slot] = row[2*sd+f]
+		}
+		// Slots 0..nk-1 hold the visible positions (all W once the ring is full).
 		nk := min(p+1, W)
 		out := in.mix[i*sd : (i+1)*sd]
-		clear(out)
 		for h := 0; h < H; h++ {
-			q := row[h*hd : (h+1)*hd]
 			sc := d.scores[:nk]
-			for j := 0; j < nk; j++ {
-				s := (p - nk + 1 + j) % W
-				sc[j] = amx.Dot(q, st.k[li][s*sd+h*hd:s*sd+(h+1)*hd]) * scale
+			clear(sc)
+			for f := h * hd; f < (h+1)*hd; f++ {
+				amx.Axpy(row[f]*scale, K[f*W:f*W+nk], sc)
 			}
 			amx.SoftmaxRow(sc)
-			o := out[h*hd : (h+1)*hd]
-			for j := 0; j < nk; j++ {
-				s := (p - nk + 1 + j) % W
-				amx.Axpy(sc[j], st.v[li][s*sd+h*hd:s*sd+(h+1)*hd], o)
+			for f := h * hd; f < (h+1)*hd; f++ {
+				out[f] = amx.Dot(sc, Vr[f*W:f*W+nk])
 			}
 		}
 		amx.ToBF16(in.mixb[i*sd:(i+1)*sd], out)
@@ -325,4 +319,33 @@ func (d *Decoder) routeStep(li int) {
 		copy(in.rgate[i*K:(i+1)*K], st.mgate[li])
 	}
 	in.tock(OpOther, t0)
+}
+
+// prefillState runs doc (in pieces if it is long) and leaves its decode
+// state in st.
+func (in *Instance) prefillState(doc []int32, st *seqState) {
+	pass := in.PassTokens
+	if pass <= 0 {
+		pass = DefaultPassTokens
+	}
+	align := in.m.Cfg.pieceAlign()
+	pieceLen := max(align, pass/align*align)
+	if len(doc) > pieceLen && in.carry == nil {
+		in.carry = newCarry(&in.m.Cfg)
+	}
+	for off := 0; off < len(doc); off += pieceLen {
+		end := min(off+pieceLen, len(doc))
+		p := piece{toks: doc[off:end], off: off, final: end == len(doc)}
+		if len(doc) > pieceLen {
+			p.carry = in.carry
+		}
+		in.export = nil
+		if p.final {
+			in.export = []*seqState{st}
+		}
+		in.pieces = append(in.pieces[:0], p)
+		in.setupPieces(in.pieces)
+		in.forward()
+	}
+	in.export = nil
 }

@@ -23,7 +23,9 @@ func TestPrefillThenDecode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, k := range []int{1, 2, 8, 9, 63, 64, 65, 100} {
+		for _, k := range []int{1, 2, 8, 9, 63, 64, 65, 68, 100, 131} {
+			// Small passes split long prompts into pieces (of 64 here).
+			in.PassTokens = []int{0, 40}[k%2]
 			dec := in.NewDecoder()
 			if _, err := dec.Add(Request{Prompt: doc[:k]}); err != nil {
 				t.Fatal(err)

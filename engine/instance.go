@@ -24,9 +24,11 @@ type Instance struct {
 	Load [][]int64
 
 	// The current pass: n rows from docs laid out back to back.
-	n    int
-	segs []segment
-	pos  []int32 // position of each row within its document
+	n      int
+	segs   []segment
+	pieces []piece
+	carry  *carry  // reused for long documents
+	pos    []int32 // position of each row within its document
 
 	h    []float32  // residual stream [n×D]
 	xf   []float32  // fp32 norm output [n×D] (router input, final hidden)
@@ -38,31 +40,32 @@ type Instance struct {
 	hid  []amx.BF16 // MLP hidden [n×d_ff]
 
 	// attention scratch
-	scores []float32
-	probs  []amx.BF16
-	kt, vp *amx.Matrix
+	swaTmp                   []float32
+	prevK, prevV, curK, curV []*amx.Matrix
+	scores                   []float32
+	probs                    []amx.BF16
+	kt, vp                   *amx.Matrix
 	// linear attention scratch
-	lq, lqs, lk, lkt, lv []amx.BF16
-	la                   []float32
-	state                []float32 // [lin_heads × d_state × lin_head_dim]
-	stateB               []amx.BF16
-	sp                   *amx.Matrix
+	lkt      []amx.BF16
+	la, decW []float32
+	linTmp   []float32
+	state    []float32 // [lin_heads × d_state × lin_head_dim]
+	stateB   []amx.BF16
+	sp       *amx.Matrix
 	// MoE scratch
-	rexp   []int32   // [n×top_k] selected experts, ascending
-	rgate  []float32 // [n×top_k] their gates
-	ecnt   []int
-	eoff   []int
-	erow   []int32
-	egate  []float32
-	gath   []amx.BF16
-	ehid   []amx.BF16
-	eout   []float32
-	rvec   []float32
-	rlogit []float32
-	rsel   []int
-	// RoPE tables [positions × head_dim/2]
-	cos, sin []float32
-	ropeN    int
+	rexp    []int32   // [n×top_k] selected experts, ascending
+	rgate   []float32 // [n×top_k] their gates
+	ecnt    []int
+	eoff    []int
+	erow    []int32
+	egate   []float32
+	gath    []amx.BF16
+	ehid    []amx.BF16
+	eout    []float32
+	rvec    []float32
+	rlogit  []float32
+	rsel    []int
+	ropeTmp []float32
 
 	lpTile []float32
 
@@ -76,9 +79,64 @@ type Instance struct {
 	PassTokens int
 }
 
-// segment is one document's rows in the pass.
+// segment is one document's rows in the pass: the whole document, or a
+// piece of a long one starting at position off (a multiple of pieceAlign)
+// with the state of the positions before it in carry.
 type segment struct {
 	start, n int
+	off      int    // document position of the first row
+	final    bool   // the document's last piece
+	carry    *carry // state before off (off > 0), updated for the next piece
+}
+
+// carry is what a long document's next piece needs from the previous
+// pieces. Pieces start at multiples of window, linChunk and route_block,
+// so carrying these values makes a split document compute exactly what it
+// would unsplit (bit for bit).
+type carry struct {
+	k, v []([]amx.BF16) // per SWA layer: keys (post-RoPE) and values of the previous window-chunk [W × sd]
+	s    [][]float32    // per linear layer: state after the previous chunk
+	msum [][]float32    // per MoE layer: Σ norm2 outputs over the previous route block
+}
+
+func newCarry(c *Config) *carry {
+	L := len(c.Layers)
+	cr := &carry{k: make([][]amx.BF16, L), v: make([][]amx.BF16, L), s: make([][]float32, L), msum: make([][]float32, L)}
+	sd := c.SWAHeads * c.SWAHeadDim
+	for i, kind := range c.Layers {
+		if kind == MixerSWA {
+			cr.k[i] = make([]amx.BF16, c.Window*sd)
+			cr.v[i] = make([]amx.BF16, c.Window*sd)
+		} else {
+			cr.s[i] = make([]float32, c.LinHeads*c.DState*c.LinHeadDim)
+		}
+		if c.IsMoE(i) {
+			cr.msum[i] = make([]float32, c.DModel)
+		}
+	}
+	return cr
+}
+
+// pieceAlign is the granularity at which a long document may be split:
+// a multiple of the SWA window, the linear-attention chunk and the route block.
+func (c *Config) pieceAlign() int {
+	return lcm(lcm(c.Window, linChunk), c.RouteBlock)
+}
+
+func lcm(a, b int) int {
+	x, y := a, b
+	for y != 0 {
+		x, y = y, x%y
+	}
+	return a / x * b
+}
+
+// piece is a run of one document's tokens for setup.
+type piece struct {
+	toks  []int32
+	off   int
+	final bool
+	carry *carry
 }
 
 // NewInstance creates an instance over m's shared weights.
@@ -117,8 +175,8 @@ func (c *Config) projWidth() int {
 	return max(3*sd, lw)
 }
 
-// reserve sizes the per-row scratch for n rows and RoPE for maxPos.
-func (in *Instance) reserve(n, maxPos int) {
+// reserve sizes the per-row scratch for n rows.
+func (in *Instance) reserve(n, _ int) {
 	c := &in.m.Cfg
 	D := c.DModel
 	sd, lvw := c.SWAHeads*c.SWAHeadDim, c.LinHeads*c.LinHeadDim
@@ -141,7 +199,6 @@ func (in *Instance) reserve(n, maxPos int) {
 		in.ehid = growB(in.ehid, n*c.DFFExpert)
 		in.eout = growF(in.eout, n*D)
 	}
-	in.ropeTables(maxPos)
 }
 
 func growI32(s []int32, n int) []int32 {
@@ -151,43 +208,55 @@ func growI32(s []int32, n int) []int32 {
 	return s[:n]
 }
 
-// ropeTables makes cos/sin tables cover positions 0..maxPos-1.
-func (in *Instance) ropeTables(maxPos int) {
-	if maxPos <= in.ropeN {
-		return
-	}
-	n := max(maxPos, 2*in.ropeN, 512)
+// rope returns the cos/sin rows of position p: from the model's shared
+// table, or computed into the instance's scratch beyond it.
+func (in *Instance) rope(p int) (cos, sin []float32) {
 	half := in.m.Cfg.SWAHeadDim / 2
-	in.cos = make([]float32, n*half)
-	in.sin = make([]float32, n*half)
-	for p := 0; p < n; p++ {
-		for i, f := range in.m.invFreq {
-			ang := float64(p) * f
-			in.cos[p*half+i] = float32(math.Cos(ang))
-			in.sin[p*half+i] = float32(math.Sin(ang))
-		}
+	if p < in.m.ropeN {
+		return in.m.ropeCos[p*half : (p+1)*half], in.m.ropeSin[p*half : (p+1)*half]
 	}
-	in.ropeN = n
+	in.ropeTmp = growF(in.ropeTmp, 2*half)
+	cos, sin = in.ropeTmp[:half], in.ropeTmp[half:]
+	ropeRow(cos, sin, p, in.m.invFreq)
+	return cos, sin
 }
 
-// setup lays docs out as one pass and embeds their tokens.
+// ropeRow computes one position's cos/sin (angles in float64).
+func ropeRow(cos, sin []float32, p int, invFreq []float64) {
+	for i, f := range invFreq {
+		ang := float64(p) * f
+		cos[i] = float32(math.Cos(ang))
+		sin[i] = float32(math.Sin(ang))
+	}
+}
+
+// setup lays whole documents out as one pass and embeds their tokens.
 func (in *Instance) setup(docs [][]int32) {
-	n, maxLen := 0, 0
-	in.segs = in.segs[:0]
+	in.pieces = in.pieces[:0]
 	for _, d := range docs {
-		in.segs = append(in.segs, segment{n, len(d)})
-		n += len(d)
-		maxLen = max(maxLen, len(d))
+		in.pieces = append(in.pieces, piece{toks: d, final: true})
+	}
+	in.setupPieces(in.pieces)
+}
+
+// setupPieces lays pieces of documents out as one pass and embeds them.
+func (in *Instance) setupPieces(ps []piece) {
+	n, maxPos := 0, 0
+	in.segs = in.segs[:0]
+	for _, p := range ps {
+		in.segs = append(in.segs, segment{start: n, n: len(p.toks), off: p.off, final: p.final, carry: p.carry})
+		n += len(p.toks)
+		maxPos = max(maxPos, p.off+len(p.toks))
 	}
 	in.n = n
-	in.reserve(n, maxLen)
+	in.reserve(n, maxPos)
 	D := in.m.Cfg.DModel
 	t0 := in.tick()
 	r := 0
-	for _, d := range docs {
-		for p, tok := range d {
+	for _, p := range ps {
+		for i, tok := range p.toks {
 			amx.ToFloat32(in.h[r*D:(r+1)*D], in.m.emb[int(tok)*D:(int(tok)+1)*D])
-			in.pos[r] = int32(p)
+			in.pos[r] = int32(p.off + i)
 			r++
 		}
 	}

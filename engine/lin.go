@@ -11,7 +11,7 @@ import (
 // output to h. Per head and chunk, with L the cumulative log-decay within
 // the chunk (fp32) and S_prev the state after the previous chunk:
 //
-//	O = (Q⊙e^L)·S_prev + (Q·Kᵀ ⊙ [e^(L_i−L_j)]_{i≥j})·V
+//	O = (Q·Kᵀ ⊙ [e^(L_i−L_j)]_{i≥j})·V + e^L ⊙ (Q·S_prev)
 //	S = e^(L_last)·S_prev + (K⊙e^(L_last−L))ᵀ·V
 //
 // every exponent ≤ 0, so nothing overflows. Q is pre-scaled by 1/√d_state.
@@ -24,15 +24,14 @@ func (in *Instance) linPrefill(li int, lw *layerWeights) {
 	in.matmul(n, in.xb, D, lw.wqkv, in.proj, P, nil)
 
 	t0 := in.tick()
+	// q, k, v in bf16, read in place as GEMM operands (row stride P).
+	amx.ToBF16(in.prjb[:n*P], in.proj[:n*P])
 	C := linChunk
-	in.lq = growB(in.lq, C*ds)
-	in.lqs = growB(in.lqs, C*ds)
-	in.lk = growB(in.lk, C*ds)
 	in.lkt = growB(in.lkt, ds*C)
-	in.lv = growB(in.lv, C*hd)
 	in.la = growF(in.la, C)
 	in.scores = growF(in.scores, C*C)
 	in.probs = growB(in.probs, C*C)
+	in.linTmp = growF(in.linTmp, C*hd)
 	in.state = growF(in.state, H*ds*hd)
 	in.stateB = growB(in.stateB, ds*hd)
 	qscale := float32(1 / math.Sqrt(float64(ds)))
@@ -42,7 +41,12 @@ func (in *Instance) linPrefill(li int, lw *layerWeights) {
 		if in.export != nil {
 			exp = in.export[si]
 		}
-		clear(in.state[:H*ds*hd])
+		cont := !s.final && s.carry != nil // a later piece needs the final state
+		if s.off > 0 {
+			copy(in.state[:H*ds*hd], s.carry.s[li])
+		} else {
+			clear(in.state[:H*ds*hd])
+		}
 		for c0 := 0; c0 < s.n; c0 += C {
 			q0 := s.start + c0
 			nq := min(C, s.n-c0)
@@ -55,39 +59,28 @@ func (in *Instance) linPrefill(li int, lw *layerWeights) {
 					L += logDecay(in.proj[(q0+i)*P+2*ld+lvw+h] + lw.ba[h])
 					in.la[i] = L
 				}
-				for i := 0; i < nq; i++ {
-					row := in.proj[(q0+i)*P:]
-					q, k, v := row[h*ds:(h+1)*ds], row[ld+h*ds:ld+(h+1)*ds], row[2*ld+h*hd:2*ld+(h+1)*hd]
-					eq := expf(in.la[i])
-					for d, x := range q {
-						in.lq[i*ds+d] = amx.FromFloat32(x * qscale)
-						in.lqs[i*ds+d] = amx.FromFloat32(x * qscale * eq)
-					}
-					amx.ToBF16(in.lk[i*ds:(i+1)*ds], k)
-					amx.ToBF16(in.lv[i*hd:(i+1)*hd], v)
-				}
-				// Intra-chunk scores with the decay mask.
-				in.kt = amx.PackTransposedFor(kern, in.kt, ds, nq, in.lk, ds)
-				amx.MatMul(nq, in.lq, ds, in.kt, in.scores, nq, nil)
-				for i := 0; i < nq; i++ {
-					row := in.scores[i*nq : (i+1)*nq]
-					for j := 0; j <= i; j++ {
-						row[j] *= expf(in.la[i] - in.la[j])
-					}
-					clear(row[i+1:])
-					amx.ToBF16(in.probs[i*nq:(i+1)*nq], row)
-				}
-				in.vp = amx.PackFor(kern, in.vp, nq, hd, in.lv, hd)
-				out := in.mix[q0*lvw+h*hd:]
+				qa := in.prjb[q0*P+h*ds:]
+				// Intra-chunk scores (scaled by 1/√d_state) with the decay mask.
+				in.kt = amx.PackTransposedFor(kern, in.kt, ds, nq, in.prjb[q0*P+ld+h*ds:], P)
 				ep := in.epilogue()
-				if c0 > 0 {
+				ep.Scale = qscale
+				amx.MatMul(nq, qa, P, in.kt, in.scores, nq, ep)
+				in.decayMask(nq)
+				in.vp = amx.PackFor(kern, in.vp, nq, hd, in.prjb[q0*P+2*ld+h*hd:], P)
+				out := in.mix[q0*lvw+h*hd:]
+				amx.MatMul(nq, in.probs, nq, in.vp, out, lvw, nil)
+				if s.off+c0 > 0 {
+					// Inter-chunk: out_i += e^(L_i) · (q_i/√d_state)·S_prev.
 					amx.ToBF16(in.stateB, S)
 					in.sp = amx.PackFor(kern, in.sp, ds, hd, in.stateB, hd)
-					amx.MatMul(nq, in.lqs, ds, in.sp, out, lvw, nil)
-					ep.Accumulate = true
+					ep = in.epilogue()
+					ep.Scale = qscale
+					amx.MatMul(nq, qa, P, in.sp, in.linTmp, hd, ep)
+					for i := 0; i < nq; i++ {
+						amx.Axpy(expf(in.la[i]), in.linTmp[i*hd:(i+1)*hd], out[i*lvw:i*lvw+hd])
+					}
 				}
-				amx.MatMul(nq, in.probs, nq, in.vp, out, lvw, ep)
-				if last && exp == nil {
+				if last && exp == nil && !cont {
 					continue
 				}
 				// State update for the next chunk (or the decode state).
@@ -111,6 +104,9 @@ func (in *Instance) linPrefill(li int, lw *layerWeights) {
 		if exp != nil {
 			in.exportLin(exp, li, in.state[:H*ds*hd])
 		}
+		if cont {
+			copy(s.carry.s[li], in.state[:H*ds*hd])
+		}
 	}
 	in.tock(OpAttention, t0)
 
@@ -127,4 +123,39 @@ func (in *Instance) linPrefill(li int, lw *layerWeights) {
 	ep := in.epilogue()
 	ep.Accumulate = true
 	in.matmul(n, in.mixb, lvw, lw.wo, in.h, D, ep)
+}
+
+// linSub is the sub-block length of the decay mask: within a sub-block
+// e^(L_i−L_j) is one exp per pair; across sub-blocks it is the product of
+// two factors ≤ 1 through the later block's first position m,
+// e^(L_i−L_m)·e^(L_m−L_j), so a 64-chunk costs ~700 exps instead of 2080
+// and no product of many small factors is ever formed.
+const linSub = 16
+
+// decayMask multiplies the nq×nq intra-chunk scores by e^(L_i−L_j) for
+// j ≤ i (0 above the diagonal) and writes them to probs in bf16.
+func (in *Instance) decayMask(nq int) {
+	la := in.la[:nq]
+	in.decW = growF(in.decW, nq)
+	w := in.decW
+	for i := 0; i < nq; i++ {
+		m := i - i%linSub
+		if i == m {
+			for j := 0; j < m; j++ {
+				w[j] = expf(la[m] - la[j])
+			}
+		}
+		row := in.scores[i*nq : i*nq+i+1]
+		Li := la[i]
+		ui := expf(Li - la[m])
+		for j, wj := range w[:m] {
+			row[j] *= ui * wj
+		}
+		for j := m; j <= i; j++ {
+			row[j] *= expf(Li - la[j])
+		}
+		prow := in.probs[i*nq : (i+1)*nq]
+		amx.ToBF16(prow[:i+1], row)
+		clear(prow[i+1:])
+	}
 }

@@ -23,8 +23,11 @@ type Model struct {
 	clsW, clsB []float32
 	nLabels    int
 
-	// RoPE inverse frequencies (float64, exact to the spec's formula).
-	invFreq []float64
+	// RoPE inverse frequencies (float64, exact to the spec's formula) and
+	// cos/sin tables for positions below ropeN, shared by all instances.
+	invFreq          []float64
+	ropeCos, ropeSin []float32
+	ropeN            int
 
 	// mask lists masked vocabulary ids (from generation.json).
 	stopIDs []int32
@@ -178,11 +181,21 @@ func NewModelFor(ck *Checkpoint, kern amx.Kernel) (*Model, error) {
 	for i := range m.invFreq {
 		m.invFreq[i] = math.Pow(cfg.RopeTheta, -2*float64(i)/float64(cfg.SWAHeadDim))
 	}
+	m.ropeN = ropeTablePositions
+	m.ropeCos = make([]float32, m.ropeN*half)
+	m.ropeSin = make([]float32, m.ropeN*half)
+	for p := 0; p < m.ropeN; p++ {
+		ropeRow(m.ropeCos[p*half:(p+1)*half], m.ropeSin[p*half:(p+1)*half], p, m.invFreq)
+	}
 	if m.Gen != nil {
 		m.stopIDs = m.Gen.StopIDs
 	}
 	return m, nil
 }
+
+// ropeTablePositions is how many positions the shared RoPE table covers;
+// later positions are computed per row.
+const ropeTablePositions = 8192
 
 // NumLabels is the classifier head's width (0 without head.cls).
 func (m *Model) NumLabels() int { return m.nLabels }

@@ -90,8 +90,13 @@ func (in *Instance) routePrefill(li int) {
 			r0 := s.start + b0
 			nb := min(RB, s.n-b0)
 			var rin []float32
-			if b0 > 0 {
+			switch {
+			case b0 > 0:
 				in.blockMean(in.rvec, s.start+b0-RB, RB)
+				rin = in.rvec
+			case s.off > 0: // continued piece: the previous block was carried
+				copy(in.rvec, s.carry.msum[li])
+				meanInPlace(in.rvec[:D], RB)
 				rin = in.rvec
 			}
 			e, g := in.rexp[r0*K:(r0+1)*K], in.rgate[r0*K:(r0+1)*K]
@@ -99,6 +104,9 @@ func (in *Instance) routePrefill(li int) {
 			for r := r0 + 1; r < r0+nb; r++ {
 				copy(in.rexp[r*K:(r+1)*K], e)
 				copy(in.rgate[r*K:(r+1)*K], g)
+			}
+			if b0+RB >= s.n && !s.final && s.carry != nil {
+				in.blockSum(s.carry.msum[li], r0, nb)
 			}
 			if b0+RB >= s.n && in.export != nil && in.export[si] != nil {
 				st := in.export[si]
@@ -108,14 +116,18 @@ func (in *Instance) routePrefill(li int) {
 			}
 		}
 	}
-	_ = D
 	in.tock(OpOther, t0)
 }
 
 // blockSum writes Σ xf[r] over rows r0..r0+n−1, in ascending order.
 func (in *Instance) blockSum(dst []float32, r0, n int) {
+	clear(dst[:in.m.Cfg.DModel])
+	in.blockAdd(dst, r0, n)
+}
+
+// blockAdd adds xf[r] for rows r0..r0+n−1 to dst, in ascending order.
+func (in *Instance) blockAdd(dst []float32, r0, n int) {
 	D := in.m.Cfg.DModel
-	clear(dst[:D])
 	for r := r0; r < r0+n; r++ {
 		amx.Add(dst[:D], in.xf[r*D:(r+1)*D])
 	}

@@ -51,14 +51,12 @@ type Result struct {
 // over, small enough that the pass's activations stay in L2.
 const DefaultPassTokens = 1024
 
-// MaxDocTokens bounds one document's length: a document is processed in a
-// single pass, so its activations must fit in memory.
-const MaxDocTokens = 1 << 16
-
 // Prefill runs the model over docs (each a document starting with <bos>,
 // or a document start by convention) and returns what want asks for, per
-// document. Documents are packed several per pass; a document's results are
-// bit-identical however it is packed, ordered or spread over instances.
+// document. Documents are packed several per pass; a document longer than
+// a pass is processed in pieces that carry its state, so memory stays
+// bounded. A document's results are bit-identical however it is packed,
+// ordered, split or spread over instances.
 func (in *Instance) Prefill(docs [][]int32, want Want) ([]Result, error) {
 	if err := in.checkDocs(docs); err != nil {
 		return nil, err
@@ -71,17 +69,49 @@ func (in *Instance) Prefill(docs [][]int32, want Want) ([]Result, error) {
 	if pass <= 0 {
 		pass = DefaultPassTokens
 	}
-	for i := 0; i < len(docs); {
-		j, tok := i, 0
-		for j < len(docs) && (j == i || tok+len(docs[j]) <= pass) {
-			tok += len(docs[j])
-			j++
+	align := in.m.Cfg.pieceAlign()
+	pieceLen := max(align, pass/align*align)
+	in.export = nil
+	var idx []int
+	tok := 0
+	flush := func() {
+		if len(idx) == 0 {
+			return
 		}
-		in.export = nil
-		in.setup(docs[i:j])
+		in.pieces = in.pieces[:0]
+		for _, i := range idx {
+			in.pieces = append(in.pieces, piece{toks: docs[i], final: true})
+		}
+		in.setupPieces(in.pieces)
 		in.forward()
-		in.collect(docs[i:j], res[i:j], want)
-		i = j
+		in.collect(docs, idx, res, want)
+		idx, tok = idx[:0], 0
+	}
+	for i, d := range docs {
+		if len(d) > pieceLen {
+			continue
+		}
+		if tok+len(d) > pass {
+			flush()
+		}
+		idx = append(idx, i)
+		tok += len(d)
+	}
+	flush()
+	for i, d := range docs {
+		if len(d) <= pieceLen {
+			continue
+		}
+		if in.carry == nil {
+			in.carry = newCarry(&in.m.Cfg)
+		}
+		for off := 0; off < len(d); off += pieceLen {
+			end := min(off+pieceLen, len(d))
+			in.pieces = append(in.pieces[:0], piece{toks: d[off:end], off: off, final: end == len(d), carry: in.carry})
+			in.setupPieces(in.pieces)
+			in.forward()
+			in.collect(docs, []int{i}, res, want)
+		}
 	}
 	return res, nil
 }
@@ -92,8 +122,8 @@ func (in *Instance) checkDocs(docs [][]int32) error {
 		if len(d) == 0 {
 			return fmt.Errorf("document %d is empty", i)
 		}
-		if len(d) > MaxDocTokens {
-			return fmt.Errorf("document %d has %d tokens, more than the %d a pass holds", i, len(d), MaxDocTokens)
+		if len(d) > math.MaxInt32/2 {
+			return fmt.Errorf("document %d has %d tokens", i, len(d))
 		}
 		for p, t := range d {
 			if t < 0 || int(t) >= V {
@@ -104,34 +134,56 @@ func (in *Instance) checkDocs(docs [][]int32) error {
 	return nil
 }
 
-// collect extracts the requested outputs of the pass just run.
-func (in *Instance) collect(docs [][]int32, res []Result, want Want) {
+// collect extracts the requested outputs of the pass just run; segment k
+// of the pass is (a piece of) document idx[k].
+func (in *Instance) collect(docs [][]int32, idx []int, res []Result, want Want) {
 	D, V := in.m.Cfg.DModel, in.m.Cfg.VocabSize
-	for di, s := range in.segs {
+	for k, s := range in.segs {
+		di := idx[k]
 		r := &res[di]
+		doc := docs[di]
 		if want.Hidden {
-			r.Hidden = append([]float32(nil), in.xf[s.start*D:(s.start+s.n)*D]...)
+			if r.Hidden == nil {
+				r.Hidden = make([]float32, 0, len(doc)*D)
+			}
+			r.Hidden = append(r.Hidden, in.xf[s.start*D:(s.start+s.n)*D]...)
 		}
 		if want.Mean || want.Classify {
-			mean := make([]float32, D)
-			in.blockMean(mean, s.start, s.n)
-			if want.Classify {
-				r.Class = in.m.classify(mean)
+			if r.Mean == nil {
+				r.Mean = make([]float32, D)
 			}
-			if want.Mean {
-				r.Mean = mean
+			in.blockAdd(r.Mean, s.start, s.n) // running sum, in position order
+			if s.final {
+				meanInPlace(r.Mean, len(doc))
+				if want.Classify {
+					r.Class = in.m.classify(r.Mean)
+				}
+				if !want.Mean {
+					r.Mean = nil
+				}
 			}
 		}
 		switch want.Logits {
 		case LogitsAll:
-			r.Logits = make([]float32, s.n*V)
-			in.readout(s.start, s.n, r.Logits)
+			if r.Logits == nil {
+				r.Logits = make([]float32, len(doc)*V)
+			}
+			in.readout(s.start, s.n, r.Logits[s.off*V:])
 		case LogitsLast:
-			r.Logits = make([]float32, V)
-			in.readout(s.start+s.n-1, 1, r.Logits)
+			if s.final {
+				r.Logits = make([]float32, V)
+				in.readout(s.start+s.n-1, 1, r.Logits)
+			}
 		}
 		if want.LogProbs {
-			r.LogProbs = in.logProbs(docs[di], s, r.Logits, want.Logits == LogitsAll, want.MaskVocab)
+			if r.LogProbs == nil {
+				r.LogProbs = make([]float32, len(doc)-1)
+			}
+			var full []float32
+			if want.Logits == LogitsAll {
+				full = r.Logits[s.off*V:]
+			}
+			in.logProbs(doc, s, full, r.LogProbs, want.MaskVocab)
 		}
 	}
 }
@@ -145,24 +197,27 @@ func (in *Instance) readout(r0, n int, dst []float32) {
 // logProbTile is how many rows of logits logProbs materialises at once.
 const logProbTile = 32
 
-// logProbs returns log p(doc[i+1] | ..i) for i < n−1, reusing full logits
-// when the caller computed them anyway.
-func (in *Instance) logProbs(doc []int32, s segment, full []float32, haveFull, mask bool) []float32 {
+// logProbs writes out[p] = log p(doc[p+1] | ..p) for the segment's
+// positions p (except the document's last), from full (the segment's
+// logits, when the caller computed them anyway) or tiles of readout.
+// With mask the vocabulary mask is applied first (full is modified).
+func (in *Instance) logProbs(doc []int32, s segment, full []float32, out []float32, mask bool) {
 	V := in.m.Cfg.VocabSize
-	out := make([]float32, s.n-1)
-	var tile []float32
-	if !haveFull {
-		in.lpTile = growF(in.lpTile, logProbTile*V)
-		tile = in.lpTile
+	n := s.n
+	if s.final {
+		n-- // the last position has no next token
 	}
-	for i0 := 0; i0 < s.n-1; i0 += logProbTile {
-		nr := min(logProbTile, s.n-1-i0)
+	if full == nil {
+		in.lpTile = growF(in.lpTile, logProbTile*V)
+	}
+	for i0 := 0; i0 < n; i0 += logProbTile {
+		nr := min(logProbTile, n-i0)
 		rows := full
-		if haveFull {
+		if full != nil {
 			rows = full[i0*V:]
 		} else {
-			in.readout(s.start+i0, nr, tile)
-			rows = tile
+			in.readout(s.start+i0, nr, in.lpTile)
+			rows = in.lpTile
 		}
 		t0 := in.tick()
 		for i := 0; i < nr; i++ {
@@ -170,11 +225,11 @@ func (in *Instance) logProbs(doc []int32, s segment, full []float32, haveFull, m
 			if mask {
 				in.m.applyMask(row)
 			}
-			out[i0+i] = row[doc[i0+i+1]] - logSumExp(row)
+			p := s.off + i0 + i
+			out[p] = row[doc[p+1]] - logSumExp(row)
 		}
 		in.tock(OpOther, t0)
 	}
-	return out
 }
 
 // logSumExp is log Σ exp(x) computed stably.

@@ -12,7 +12,10 @@ type seqState struct {
 	id  int
 	pos int // tokens consumed so far = position of the next token
 
-	k, v  [][]float32 // per SWA layer: ring of the last `window` keys (post-RoPE) and values [W × sd], bf16-valued
+	// per SWA layer: ring of the last `window` keys (post-RoPE) and values,
+	// bf16-valued, stored transposed [sd × W] (feature-major, slot = position
+	// mod W) so decode attention is a few long vector operations per head.
+	k, v  [][]float32
 	s     [][]float32 // per linear layer: state [lin_heads × d_state × lin_head_dim]
 	msum  [][]float32 // per MoE layer: Σ norm2 outputs over the current route block so far
 	mexp  [][]int32   // per MoE layer: the current block's experts (ascending)
@@ -22,7 +25,6 @@ type seqState struct {
 	req     Request
 	made    int // tokens generated
 	rng     *rand.Rand
-	logits  []float32 // the last step's raw logits (for tests and scoring)
 	stopSet map[int32]bool
 }
 
@@ -62,17 +64,31 @@ func (st *seqState) reset() {
 	}
 }
 
-// exportSWA stores the last min(n, W) keys and values of segment s (bf16
-// values, post-RoPE keys) into the ring at slots position mod W.
+// exportSWA stores the keys (post-RoPE) and values of the document's last
+// min(len, W) positions (bf16 values) into the ring at slots position mod W.
 func (in *Instance) exportSWA(st *seqState, li int, s segment) {
 	c := &in.m.Cfg
 	W, sd := c.Window, c.SWAHeads*c.SWAHeadDim
 	P := 3 * sd
+	if s.off > 0 && s.n < W {
+		// The window reaches back into the previous piece's last chunk.
+		for q := s.off + s.n - W; q < s.off; q++ {
+			i := q - (s.off - W)
+			st.putKV(li, W, q%W, s.carry.k[li][i*sd:(i+1)*sd], s.carry.v[li][i*sd:(i+1)*sd])
+		}
+	}
 	for p := max(0, s.n-W); p < s.n; p++ {
 		r := s.start + p
-		slot := p % W
-		amx.ToFloat32(st.k[li][slot*sd:(slot+1)*sd], in.prjb[r*P+sd:r*P+2*sd])
-		amx.ToFloat32(st.v[li][slot*sd:(slot+1)*sd], in.prjb[r*P+2*sd:r*P+3*sd])
+		st.putKV(li, W, (s.off+p)%W, in.prjb[r*P+sd:r*P+2*sd], in.prjb[r*P+2*sd:r*P+3*sd])
+	}
+}
+
+// putKV writes one position's bf16 key and value into ring slot slot.
+func (st *seqState) putKV(li, W, slot int, k, v []amx.BF16) {
+	K, V := st.k[li], st.v[li]
+	for f := range k {
+		K[f*W+slot] = k[f].Float32()
+		V[f*W+slot] = v[f].Float32()
 	}
 }
 

@@ -10,8 +10,8 @@ import (
 // output to h. Per document, queries of chunk c (window positions counted
 // from the document's start) attend to the keys of chunks c−1 and c, laid
 // out [prev; cur] so that query i's visible keys are the contiguous range
-// [i+1, W+i] (or [0, i] in the first chunk): one Q·Kᵀ GEMM, a masked
-// softmax, one P·V GEMM per head and chunk.
+// [i+1, W+i] (or [0, i] in the first chunk): Q·Kᵀ GEMMs, a masked softmax
+// over that range, P·V GEMMs, per head and chunk.
 func (in *Instance) swaPrefill(li int, lw *layerWeights) {
 	c := &in.m.Cfg
 	D, H, hd, W := c.DModel, c.SWAHeads, c.SWAHeadDim, c.Window
@@ -21,10 +21,8 @@ func (in *Instance) swaPrefill(li int, lw *layerWeights) {
 	in.matmul(n, in.xb, D, lw.wqkv, in.proj, P, nil)
 
 	t0 := in.tick()
-	half := hd / 2
 	for r := 0; r < n; r++ {
-		p := int(in.pos[r])
-		cs, sn := in.cos[p*half:(p+1)*half], in.sin[p*half:(p+1)*half]
+		cs, sn := in.rope(int(in.pos[r]))
 		row := in.proj[r*P : (r+1)*P]
 		for h := 0; h < 2*H; h++ { // q heads then k heads
 			amx.RoPE(row[h*hd:(h+1)*hd], cs, sn)
@@ -36,37 +34,70 @@ func (in *Instance) swaPrefill(li int, lw *layerWeights) {
 	t0 = in.tick()
 	in.scores = growF(in.scores, W*2*W)
 	in.probs = growB(in.probs, W*2*W)
+	in.swaTmp = growF(in.swaTmp, W*hd)
+	if len(in.prevK) < H {
+		in.prevK, in.prevV = make([]*amx.Matrix, H), make([]*amx.Matrix, H)
+		in.curK, in.curV = make([]*amx.Matrix, H), make([]*amx.Matrix, H)
+	}
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	kern := in.m.Kernel
 	for si, s := range in.segs {
 		for c0 := 0; c0 < s.n; c0 += W {
 			q0 := s.start + c0
 			nq := min(W, s.n-c0)
-			k0, off := q0, 0
-			if c0 > 0 {
-				k0, off = q0-W, W
+			// Keys [prev chunk; this chunk]: each chunk's Kᵀ and V are packed
+			// once and reused as the next chunk's "prev". A continued piece's
+			// first chunk takes prev from the carry.
+			off := 0
+			if c0 > 0 || s.off > 0 {
+				off = W
 			}
-			nk := q0 + nq - k0
+			nk := off + nq
 			for h := 0; h < H; h++ {
-				in.kt = amx.PackTransposedFor(kern, in.kt, hd, nk, in.prjb[k0*P+sd+h*hd:], P)
+				in.curK[h] = amx.PackTransposedFor(kern, in.curK[h], hd, nq, in.prjb[q0*P+sd+h*hd:], P)
+				in.curV[h] = amx.PackFor(kern, in.curV[h], nq, hd, in.prjb[q0*P+2*sd+h*hd:], P)
+				if c0 == 0 && s.off > 0 {
+					in.prevK[h] = amx.PackTransposedFor(kern, in.prevK[h], hd, W, s.carry.k[li][h*hd:], sd)
+					in.prevV[h] = amx.PackFor(kern, in.prevV[h], W, hd, s.carry.v[li][h*hd:], sd)
+				}
+				qa := in.prjb[q0*P+h*hd:]
 				ep := in.epilogue()
 				ep.Scale = scale
-				amx.MatMul(nq, in.prjb[q0*P+h*hd:], P, in.kt, in.scores, nk, ep)
+				if off > 0 {
+					amx.MatMul(nq, qa, P, in.prevK[h], in.scores, nk, ep)
+				}
+				amx.MatMul(nq, qa, P, in.curK[h], in.scores[off:], nk, ep)
 				for i := 0; i < nq; i++ {
+					// Query i sees [i+1, W+i] of [prev; cur], or [0, i].
 					row := in.scores[i*nk : (i+1)*nk]
 					lo, hi := 0, i+1
 					if off > 0 {
 						lo, hi = i+1, W+i+1
 					}
-					clear(row[:lo])
-					clear(row[hi:])
 					amx.SoftmaxRow(row[lo:hi])
-					amx.ToBF16(in.probs[i*nk:(i+1)*nk], row)
+					prow := in.probs[i*nk : (i+1)*nk]
+					clear(prow[:lo])
+					amx.ToBF16(prow[lo:hi], row[lo:hi])
+					clear(prow[hi:])
 				}
-				in.vp = amx.PackFor(kern, in.vp, nk, hd, in.prjb[k0*P+2*sd+h*hd:], P)
 				ep = in.epilogue()
 				ep.OutBF16, ep.LdOut = in.mixb[q0*sd+h*hd:], sd
-				amx.MatMul(nq, in.probs, nk, in.vp, nil, 0, ep)
+				if off > 0 {
+					amx.MatMul(nq, in.probs, nk, in.prevV[h], in.swaTmp, hd, nil)
+					ep.Accumulate = true
+				}
+				amx.MatMul(nq, in.probs[off:], nk, in.curV[h], in.swaTmp, hd, ep)
+			}
+			in.prevK, in.curK = in.curK, in.prevK
+			in.prevV, in.curV = in.curV, in.prevV
+		}
+		if !s.final && s.carry != nil {
+			// The piece ends on a chunk boundary: its last chunk is the
+			// next piece's previous chunk.
+			for i := 0; i < W; i++ {
+				r := s.start + s.n - W + i
+				copy(s.carry.k[li][i*sd:(i+1)*sd], in.prjb[r*P+sd:r*P+2*sd])
+				copy(s.carry.v[li][i*sd:(i+1)*sd], in.prjb[r*P+2*sd:r*P+3*sd])
 			}
 		}
 		if in.export != nil && in.export[si] != nil {

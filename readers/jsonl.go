@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -187,6 +188,7 @@ func (s *jsonlSource) parse(line []byte, row int64, doc *Document) error {
 		return s.reject(row, line, "%v", err)
 	}
 	doc.Source = Source{File: s.path, Row: row}
+	s.buf = s.buf[:0]
 	// text
 	sp := s.spans[slotText]
 	switch sp.kind {
@@ -235,8 +237,11 @@ func (s *jsonlSource) parse(line []byte, row int64, doc *Document) error {
 func (s *jsonlSource) str(line []byte, sp span, field string) (string, error) {
 	b := line[sp.start:sp.end]
 	if sp.escaped {
-		s.buf = unescape(s.buf[:0], b)
-		b = s.buf
+		// Append (parse resets s.buf per row): a borrowed string decoded
+		// earlier in the row must not be overwritten.
+		start := len(s.buf)
+		s.buf = unescape(s.buf, b)
+		b = s.buf[start:]
 	}
 	if !utf8.Valid(b) {
 		if s.opts.UTF8 == UTF8Reject {
@@ -244,7 +249,15 @@ func (s *jsonlSource) str(line []byte, sp span, field string) (string, error) {
 		}
 		return string(bytes.ToValidUTF8(b, []byte("\uFFFD"))), nil
 	}
-	return string(b), nil
+	return s.string(b), nil
+}
+
+// string converts b, borrowing it when Options.Borrow is set.
+func (s *jsonlSource) string(b []byte) string {
+	if s.opts.Borrow {
+		return unsafe.String(unsafe.SliceData(b), len(b))
+	}
+	return string(b)
 }
 
 // value renders a field as a passthrough string: strings decoded, other
@@ -269,7 +282,7 @@ func (s *jsonlSource) value(line []byte, sp span, field string) (string, error) 
 			}
 			return string(b), nil
 		}
-		return string(raw), nil
+		return s.string(raw), nil
 	}
 	return "", nil
 }

@@ -7,19 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-)
 
-// Generation is generation.json: what inference needs besides the weights.
-type Generation struct {
-	// VocabMask lists the ids never seen in training; decoding never emits them.
-	VocabMask []int32 `json:"vocab_mask"`
-	// StopIDs end a generation (<eos>).
-	StopIDs []int32 `json:"stop_ids"`
-	// Templates are prompt templates by name ("{prompt}" is replaced).
-	Templates map[string]string `json:"templates,omitempty"`
-	// Labels is a classifier head's label set, in head.cls column order.
-	Labels []string `json:"labels,omitempty"`
-}
+	"github.com/onecore-dev/onecore/engine"
+)
 
 // MaskFromCounts lists the ids with a zero count, never the special ids.
 func MaskFromCounts(counts []int64) []int32 {
@@ -32,115 +22,57 @@ func MaskFromCounts(counts []int64) []int32 {
 	return mask
 }
 
-// SaveCheckpoint writes config.json, model.safetensors (bf16),
-// generation.json and, when tokenizerPath is set, a copy of the tokenizer
-// into dir. Every file is replaced atomically.
+// SaveCheckpoint writes config.json, model.safetensors (bf16) and
+// generation.json through the engine (so the engine loads exactly what we
+// write) and, when tokenizerPath is set, copies the tokenizer into dir.
 func SaveCheckpoint(dir string, c *Config, p *Params[float32], gen *Generation, tokenizerPath string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	cb, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := writeFileAtomic(filepath.Join(dir, "config.json"), append(cb, '\n')); err != nil {
-		return err
-	}
-	ts := make([]stTensor, len(p.Specs))
-	for i, s := range p.Specs {
-		ts[i] = stTensor{s.Name, s.Shape, p.W(s.Name)}
-	}
-	if err := writeSafetensors(filepath.Join(dir, "model.safetensors"), "BF16", ts, map[string]string{"format": "pt"}); err != nil {
-		return err
-	}
-	gb, err := json.MarshalIndent(gen, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := writeFileAtomic(filepath.Join(dir, "generation.json"), append(gb, '\n')); err != nil {
-		return err
-	}
-	if tokenizerPath != "" {
-		src := tokenizerPath
-		dst := filepath.Join(dir, "tokenizer.json")
-		if abs1, _ := filepath.Abs(src); abs1 != "" {
-			if abs2, _ := filepath.Abs(dst); abs1 == abs2 {
-				return nil
-			}
-		}
-		b, err := os.ReadFile(src)
-		if err != nil {
-			return err
-		}
-		if err := writeFileAtomic(dst, b); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// LoadCheckpoint reads a checkpoint directory's config, weights (widened to
-// fp32) and generation.json. Head tensors present in the file are kept.
-func LoadCheckpoint(dir string) (*Config, *Params[float32], *Generation, error) {
-	cb, err := os.ReadFile(filepath.Join(dir, "config.json"))
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	c, err := parseConfig(cb, filepath.Join(dir, "config.json"))
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	path := filepath.Join(dir, "model.safetensors")
-	ts, _, err := readSafetensors(path)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	nLabels := 0
-	if t, ok := ts["head.cls.b"]; ok && len(t.Shape) == 1 {
-		nLabels = t.Shape[0]
-	}
-	p := NewParams[float32](ParamSpecs(c, nLabels))
-	if err := fillParams(p, ts, path); err != nil {
-		return nil, nil, nil, err
-	}
-	gen := &Generation{StopIDs: []int32{eosID}}
-	if gb, err := os.ReadFile(filepath.Join(dir, "generation.json")); err == nil {
-		if err := json.Unmarshal(gb, gen); err != nil {
-			return nil, nil, nil, fmt.Errorf("%s: %w", filepath.Join(dir, "generation.json"), err)
-		}
-	} else if !os.IsNotExist(err) {
-		return nil, nil, nil, err
-	}
-	return c, p, gen, nil
-}
-
-// fillParams copies tensors into p, checking names and shapes.
-func fillParams(p *Params[float32], ts map[string]stTensor, path string) error {
+	tensors := map[string][]float32{}
 	for _, s := range p.Specs {
-		t, ok := ts[s.Name]
-		if !ok {
-			return fmt.Errorf("%s: missing tensor %q", path, s.Name)
-		}
-		if fmt.Sprint(t.Shape) != fmt.Sprint(s.Shape) {
-			return fmt.Errorf("%s: tensor %q has shape %v, config wants %v", path, s.Name, t.Shape, s.Shape)
-		}
-		copy(p.W(s.Name), t.Data)
+		tensors[s.Name] = p.W(s.Name)
 	}
-	return nil
+	if err := engine.SaveCheckpoint(dir, c, tensors, gen); err != nil {
+		return err
+	}
+	if tokenizerPath == "" {
+		return nil
+	}
+	dst := filepath.Join(dir, engine.TokenizerFile)
+	if a, _ := filepath.Abs(tokenizerPath); a != "" {
+		if b, _ := filepath.Abs(dst); a == b {
+			return nil
+		}
+	}
+	b, err := os.ReadFile(tokenizerPath)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(dst, b)
 }
 
-// parseConfig decodes config.json on top of the defaults.
-func parseConfig(b []byte, name string) (*Config, error) {
-	c := DefaultConfig()
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+// LoadCheckpoint reads a checkpoint through the engine's validating loader
+// and returns its config, weights (fp32) and generation.json (empty when
+// absent). A classifier head present in the file is kept.
+func LoadCheckpoint(dir string) (*Config, *Params[float32], *Generation, error) {
+	ck, err := engine.LoadCheckpoint(dir)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	if c.MoELayers == nil {
-		c.MoELayers = []int{}
+	p := NewParams[float32](ParamSpecs(ck.Config, ck.NumLabels()))
+	for _, s := range p.Specs {
+		v, ok := ck.Tensors[s.Name]
+		if !ok {
+			if s.Name == "head.cls.b" {
+				continue // optional
+			}
+			return nil, nil, nil, fmt.Errorf("%s: missing tensor %q", dir, s.Name)
+		}
+		copy(p.W(s.Name), v)
 	}
-	return &c, nil
+	gen := ck.Generation
+	if gen == nil {
+		gen = &Generation{StopIDs: []int32{eosID}}
+	}
+	return ck.Config, p, gen, nil
 }
 
 // TrainState is train_state/state.json: everything besides the tensors
@@ -163,16 +95,19 @@ func saveTrainState(dir string, p *Params[float32], opt *AdamW, st *TrainState) 
 	if err := os.MkdirAll(sd, 0o755); err != nil {
 		return err
 	}
-	meta := map[string]string{"step": strconv.FormatInt(st.Step, 10)}
-	var ts []stTensor
+	var ts []*engine.Tensor
 	for _, s := range p.Specs {
 		off := p.Off[s.Name]
 		ts = append(ts,
-			stTensor{"master." + s.Name, s.Shape, p.W(s.Name)},
-			stTensor{"adam_m." + s.Name, s.Shape, opt.M[off : off+s.Size()]},
-			stTensor{"adam_v." + s.Name, s.Shape, opt.V[off : off+s.Size()]})
+			engine.F32Tensor("master."+s.Name, s.Shape, p.W(s.Name)),
+			engine.F32Tensor("adam_m."+s.Name, s.Shape, opt.M[off:off+s.Size()]),
+			engine.F32Tensor("adam_v."+s.Name, s.Shape, opt.V[off:off+s.Size()]))
 	}
-	if err := writeSafetensors(filepath.Join(sd, "optimizer.safetensors"), "F32", ts, meta); err != nil {
+	var buf bytes.Buffer
+	if err := engine.WriteSafetensors(&buf, ts, map[string]string{"step": strconv.FormatInt(st.Step, 10)}); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(sd, "optimizer.safetensors"), buf.Bytes()); err != nil {
 		return err
 	}
 	b, err := json.MarshalIndent(st, "", "  ")
@@ -194,21 +129,24 @@ func loadTrainState(dir string, p *Params[float32], opt *AdamW) (*TrainState, er
 		return nil, fmt.Errorf("%s: %w", filepath.Join(sd, "state.json"), err)
 	}
 	path := filepath.Join(sd, "optimizer.safetensors")
-	ts, meta, err := readSafetensors(path)
+	sf, err := engine.ReadSafetensors(path)
 	if err != nil {
 		return nil, err
 	}
-	if meta["step"] != strconv.FormatInt(st.Step, 10) {
-		return nil, fmt.Errorf("%s: written at step %s but state.json says step %d (interrupted checkpoint write)", path, meta["step"], st.Step)
+	if sf.Metadata["step"] != strconv.FormatInt(st.Step, 10) {
+		return nil, fmt.Errorf("%s: written at step %s but state.json says step %d (interrupted checkpoint write)", path, sf.Metadata["step"], st.Step)
 	}
 	for _, s := range p.Specs {
 		off := p.Off[s.Name]
-		for prefix, dst := range map[string][]float32{"master.": p.Data, "adam_m.": opt.M, "adam_v.": opt.V} {
-			t, ok := ts[prefix+s.Name]
-			if !ok || len(t.Data) != s.Size() {
-				return nil, fmt.Errorf("%s: tensor %q missing or of the wrong size", path, prefix+s.Name)
+		for _, part := range []struct {
+			prefix string
+			dst    []float32
+		}{{"master.", p.Data}, {"adam_m.", opt.M}, {"adam_v.", opt.V}} {
+			t, ok := sf.Tensors[part.prefix+s.Name]
+			if !ok || t.DType != engine.F32 || t.NumElements() != s.Size() {
+				return nil, fmt.Errorf("%s: tensor %q missing, not F32 or of the wrong size", path, part.prefix+s.Name)
 			}
-			copy(dst[off:off+s.Size()], t.Data)
+			copy(part.dst[off:off+s.Size()], t.Float32())
 		}
 	}
 	opt.Step = st.Step

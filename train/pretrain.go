@@ -138,7 +138,7 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 		return fmt.Errorf("%s holds a run (train_state/); pass --resume to continue it or choose another --out", o.Out)
 	}
 	t0 := time.Now()
-	train, val, err := LoadCorpus(o.Data, o.TextField, o.Tokenizer, o.ValPermille)
+	train, val, rejects, err := LoadCorpus(o.Data, o.TextField, o.Tokenizer, o.ValPermille)
 	if err != nil {
 		return err
 	}
@@ -149,7 +149,7 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 	if _, err := val.Counts(c.VocabSize); err != nil {
 		return err
 	}
-	log.Info("data", "train_docs", train.Docs(), "train_tokens", len(train.Tokens), "val_docs", val.Docs(), "val_tokens", len(val.Tokens), "secs", time.Since(t0).Seconds())
+	log.Info("data", "rejected_rows", rejects, "train_docs", train.Docs(), "train_tokens", len(train.Tokens), "val_docs", val.Docs(), "val_tokens", len(val.Tokens), "secs", time.Since(t0).Seconds())
 	logq := make([]float64, c.VocabSize)
 	var total int64
 	for _, n := range counts {

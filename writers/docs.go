@@ -5,7 +5,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/onecore-dev/onecore/readers"
 )
@@ -48,6 +47,7 @@ var DocPlainColumns = []string{ColID, ColText}
 type DocBuilder struct {
 	schema *arrow.Schema
 	b      *array.RecordBuilder
+	cols   []*array.StringBuilder // id, text, keep...
 	bytes  int64
 }
 
@@ -57,7 +57,11 @@ func NewDocBuilder(keep []string) (*DocBuilder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &DocBuilder{schema: schema, b: array.NewRecordBuilder(memory.DefaultAllocator, schema)}, nil
+	d := &DocBuilder{schema: schema, b: array.NewRecordBuilder(Allocator, schema)}
+	for i := range schema.NumFields() {
+		d.cols = append(d.cols, d.b.Field(i).(*array.StringBuilder))
+	}
+	return d, nil
 }
 
 // Schema returns the builder's schema.
@@ -65,12 +69,11 @@ func (d *DocBuilder) Schema() *arrow.Schema { return d.schema }
 
 // Append adds a document. doc.Keep must have one value per keep field.
 func (d *DocBuilder) Append(doc *readers.Document) {
-	d.b.Field(0).(*array.StringBuilder).Append(doc.ID)
-	d.b.Field(1).(*array.StringBuilder).Append(doc.Text)
+	d.cols[0].Append(doc.ID)
+	d.cols[1].Append(doc.Text)
 	d.bytes += int64(len(doc.ID) + len(doc.Text))
-	for k := 2; k < len(d.schema.Fields()); k++ {
-		sb := d.b.Field(k).(*array.StringBuilder)
-		if v := doc.Keep[k-2]; v.Valid {
+	for k, sb := range d.cols[2:] {
+		if v := doc.Keep[k]; v.Valid {
 			sb.Append(v.S)
 			d.bytes += int64(len(v.S))
 		} else {
@@ -80,7 +83,17 @@ func (d *DocBuilder) Append(doc *readers.Document) {
 }
 
 // Len returns the number of documents appended since the last NewRecord.
-func (d *DocBuilder) Len() int { return d.b.Field(0).Len() }
+func (d *DocBuilder) Len() int { return d.cols[0].Len() }
+
+// Reserve makes room for rows more documents with about textBytes of text,
+// so a batch of known size is built without regrowing (and copying) its
+// buffers.
+func (d *DocBuilder) Reserve(rows int, textBytes int) {
+	for _, c := range d.cols {
+		c.Reserve(rows)
+	}
+	d.cols[1].ReserveData(textBytes)
+}
 
 // Bytes returns the string bytes appended since the last NewRecord. Keep
 // it well under 2 GiB per batch: Arrow strings have 32-bit offsets.

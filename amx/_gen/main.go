@@ -19,6 +19,8 @@ func main() {
 	flag.Parse()
 	for name, gen := range map[string]func(*asm){
 		"gemm_avx512_amd64.s": func(a *asm) { genAVX512(a); genPeak512(a) },
+		"gemm_avx2_amd64.s":   func(a *asm) { genAVX2(a); genPeak2(a) },
+		"gemm_amx_amd64.s":    func(a *asm) { genAMX(a); genPeakAMX(a) },
 	} {
 		a := &asm{}
 		a.header()

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/onecore-dev/onecore/amx"
 	"github.com/onecore-dev/onecore/engine"
@@ -61,7 +60,6 @@ kernel. --json prints one JSON object:
 			if err != nil {
 				return err
 			}
-			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			pinned := pinCPU(cpu)
 			res := engine.Bench(m, engine.BenchOptions{
@@ -87,32 +85,18 @@ kernel. --json prints one JSON object:
 	f.StringVar(&cfgPath, "config", "", "config file or preset (dense-3m, moe-3m); random weights")
 	f.IntVar(&tokens, "tokens", 8192, "prefill tokens per measurement")
 	f.IntVar(&docLen, "doc-len", 256, "document length in the prefill measurement")
-	f.IntVar(&cpu, "cpu", -1, "CPU to pin to (-1: the one the thread runs on)")
+	f.IntVar(&cpu, "cpu", -1, "CPU to pin to (-1: the first CPU this process may use)")
 	f.DurationVar(&minDur, "min-time", time.Second, "minimum time per prefill measurement")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	benchCmd.AddCommand(cmd)
 }
 
-// pinCPU pins the current (locked) thread to one CPU and says which.
+// pinCPU pins the current goroutine's thread to one CPU and says which.
 func pinCPU(cpu int) string {
 	if cpu < 0 {
-		var set unix.CPUSet
-		if err := unix.SchedGetaffinity(0, &set); err != nil {
-			return "not pinned: " + err.Error()
-		}
-		for c := 0; c < 1024; c++ {
-			if set.IsSet(c) {
-				cpu = c
-				break
-			}
-		}
-		if cpu < 0 {
-			return "not pinned"
-		}
+		cpu = engine.AllowedCPUs()[0]
 	}
-	var set unix.CPUSet
-	set.Set(cpu)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
+	if err := engine.PinThread(cpu); err != nil {
 		fmt.Fprintf(os.Stderr, "onecore: pinning to CPU %d: %v\n", cpu, err)
 		return "not pinned"
 	}

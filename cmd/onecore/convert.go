@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -89,8 +90,9 @@ func init() {
 // convertBatchBytes and convertBatchRows bound one record batch: small
 // enough that a few in flight stay far below the memory budget.
 const (
-	convertBatchBytes = 8 << 20
+	convertBatchBytes = 6 << 20
 	convertBatchRows  = 8192
+	convertMemLimit   = 200 << 20
 )
 
 func runConvert(cmd *cobra.Command, args []string) error {
@@ -102,7 +104,7 @@ func runConvert(cmd *cobra.Command, args []string) error {
 	if fl.out == "" {
 		return usageError{errors.New("no output: give --out FILE or --out DIR/")}
 	}
-	opts := readers.Options{TextField: fl.textField, IDField: fl.idField, Keep: fl.keep, MaxDocBytes: fl.maxDocBytes}
+	opts := readers.Options{TextField: fl.textField, IDField: fl.idField, Keep: fl.keep, MaxDocBytes: fl.maxDocBytes, Borrow: true}
 	switch fl.utf8 {
 	case "reject":
 		opts.UTF8 = readers.UTF8Reject
@@ -162,6 +164,11 @@ func runConvert(cmd *cobra.Command, args []string) error {
 		}
 	}
 	plan.rejects = rej
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// A soft limit keeps the heap (a row group being compressed plus a
+		// few batches) from doubling before the collector runs.
+		debug.SetMemoryLimit(convertMemLimit)
+	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	sum, err := plan.run(ctx, cmd.ErrOrStderr())
@@ -362,6 +369,11 @@ func (p *convertPlan) read(ctx context.Context, items chan<- convertItem, sum *w
 					break
 				}
 				sum.RowsIn++
+				if b.Len() == 0 {
+					// 8 MiB - 64 KiB: one power-of-two buffer of the pooled
+					// allocator, with room for the last document of a batch
+					b.Reserve(1024, 8<<20-64<<10)
+				}
 				b.Append(&doc)
 				if b.Bytes() >= convertBatchBytes || b.Len() >= convertBatchRows {
 					if !send(convertItem{rec: b.NewRecord(), shard: i}) {

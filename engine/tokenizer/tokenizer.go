@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // model turns one pre-tokenized piece into ids (appended to dst).
@@ -102,25 +103,47 @@ func Parse(data []byte) (*Tokenizer, error) {
 			return nil, err
 		}
 	}
+	// Ids of added tokens are assigned as Hugging Face does when loading
+	// (the "id" fields are only checked there): a token already in the
+	// vocabulary keeps that id, a new one gets the next free id after the
+	// model vocabulary.
+	added := map[string]int32{}
+	maxAdded := int32(-1)
 	var raw, normd []addedToken
-	for i, a := range f.AddedTokens {
-		if a.ID < 0 {
-			return nil, fmt.Errorf("added_tokens[%d] %q: negative id", i, a.Content)
-		}
+	for i := range f.AddedTokens {
+		a := &f.AddedTokens[i]
 		if a.Content == "" {
 			return nil, fmt.Errorf("added_tokens[%d]: empty content", i)
 		}
-		t.vocab[a.Content] = a.ID
-		if a.Normalized && t.norm != nil {
-			normd = append(normd, a)
+		if id, ok := added[a.Content]; ok {
+			a.ID = id
+		} else if id, ok := pm.vocab[a.Content]; ok {
+			a.ID = id
 		} else {
-			raw = append(raw, a)
+			a.ID = int32(len(pm.vocab))
+			if maxAdded >= a.ID {
+				a.ID = maxAdded + 1
+			}
+		}
+		added[a.Content] = a.ID
+		maxAdded = max(maxAdded, a.ID)
+		t.vocab[a.Content] = a.ID
+		m := *a
+		if a.Normalized && t.norm != nil {
+			// Matched after normalization, so against its normalized form.
+			m.Content = t.norm.normalize(a.Content)
+			normd = append(normd, m)
+		} else {
+			raw = append(raw, m)
 		}
 	}
 	t.rawAdded, t.normAdded = newAddedMatcher(raw), newAddedMatcher(normd)
 	n := 0
 	for _, id := range t.vocab {
 		n = max(n, int(id)+1)
+	}
+	if n > maxID {
+		return nil, fmt.Errorf("added_tokens: id %d above the limit %d", n-1, maxID)
 	}
 	t.tokens = make([]string, n)
 	t.special = make([]bool, n)
@@ -131,8 +154,30 @@ func Parse(data []byte) (*Tokenizer, error) {
 		t.tokens[a.ID] = a.Content
 		t.special[a.ID] = a.Special
 	}
+	if err := checkPostIDs(t.post, n); err != nil {
+		return nil, err
+	}
 	t.pool.New = func() any { return new(scratch) }
 	return t, nil
+}
+
+// checkPostIDs makes sure the post-processor only adds existing ids.
+func checkPostIDs(p postProcessor, n int) error {
+	switch p := p.(type) {
+	case seqPost:
+		for _, q := range p {
+			if err := checkPostIDs(q, n); err != nil {
+				return err
+			}
+		}
+	case templatePost:
+		for _, id := range append(append([]int32{}, p.before...), p.after...) {
+			if id < 0 || int(id) >= n {
+				return fmt.Errorf("post_processor: special token id %d outside the vocabulary [0, %d)", id, n)
+			}
+		}
+	}
+	return nil
 }
 
 // VocabSize returns the number of ids (largest id + 1, added tokens included).
@@ -164,8 +209,13 @@ func (t *Tokenizer) IsSpecial(id int32) bool {
 // recognized either way.
 func (t *Tokenizer) Encode(text string, addSpecial bool) []int32 {
 	sc := t.pool.Get().(*scratch)
-	ids := t.encode(make([]int32, 0, len(text)/4+4), text, sc)
+	ids := t.encodeWith(text, addSpecial, sc)
 	t.pool.Put(sc)
+	return ids
+}
+
+func (t *Tokenizer) encodeWith(text string, addSpecial bool, sc *scratch) []int32 {
+	ids := t.encode(make([]int32, 0, len(text)/4+4), text, sc)
 	if addSpecial && t.post != nil {
 		ids = t.post.process(ids)
 	}
@@ -229,22 +279,16 @@ func (t *Tokenizer) EncodeBatch(texts []string, addSpecial bool, workers int) []
 		workers = runtime.GOMAXPROCS(0)
 	}
 	out := make([][]int32, len(texts))
-	var next sync.Mutex
-	i := 0
+	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < min(workers, len(texts)); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				next.Lock()
-				j := i
-				i++
-				next.Unlock()
-				if j >= len(texts) {
-					return
-				}
-				out[j] = t.Encode(texts[j], addSpecial)
+			sc := t.pool.Get().(*scratch)
+			defer t.pool.Put(sc)
+			for j := int(next.Add(1) - 1); j < len(texts); j = int(next.Add(1) - 1) {
+				out[j] = t.encodeWith(texts[j], addSpecial, sc)
 			}
 		}()
 	}

@@ -41,8 +41,6 @@ var onigOverrides = [...]struct {
 		{0x1CCF0, 0x1CCF9},
 		{0x1E5F1, 0x1E5FA},
 	}},
-	{clSpace, [][2]rune{
-	}},
-	{clOther, [][2]rune{
-	}},
+	{clSpace, [][2]rune{}},
+	{clOther, [][2]rune{}},
 }

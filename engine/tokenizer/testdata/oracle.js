@@ -4,9 +4,14 @@
 //       IN: one {"text": "..."} per line; OUT: one JSON array of ids per line.
 //   node oracle.js bench TOKENIZER.json IN.jsonl
 //       encodes every document one at a time (one thread) and prints
-//       {"mb_per_s":..., "docs":..., "tokens":...}.
+//       {"mb_per_s":..., "docs":..., "tokens":..., "mb_per_cpu_s":...}.
+//   node oracle.js benchbatch TOKENIZER.json IN.jsonl
+//       the same with encodeBatch over 64 documents at a time (pin it to one
+//       core, e.g. taskset -c 0 with RAYON_NUM_THREADS=1, for one thread).
 //   node oracle.js decode TOKENIZER.json IDS.jsonl OUT.jsonl
 //       OUT: one JSON string per line.
+//   node oracle.js pretok TOKENIZER.json IN.jsonl OUT.jsonl
+//       OUT: the pre-tokenizer's pieces of each document, a JSON array.
 //
 // NODE_PATH must point at the node_modules holding tokenizers@0.23.2.
 'use strict';
@@ -37,7 +42,7 @@ async function main() {
     }
     if (batch.length) await flush();
     await new Promise((r) => out.end(r));
-  } else if (mode === 'bench') {
+  } else if (mode === 'bench' || mode === 'benchbatch') {
     const docs = [];
     let bytes = 0;
     for await (const line of lines(inPath)) {
@@ -46,10 +51,27 @@ async function main() {
       bytes += Buffer.byteLength(t, 'utf8');
     }
     let tokens = 0;
+    const c0 = process.cpuUsage();
     const t0 = process.hrtime.bigint();
-    for (const d of docs) tokens += (await tok.encode(d, null, opts)).getIds().length;
+    if (mode === 'bench') {
+      for (const d of docs) tokens += (await tok.encode(d, null, opts)).getIds().length;
+    } else {
+      for (let i = 0; i < docs.length; i += 64) {
+        for (const e of await tok.encodeBatch(docs.slice(i, i + 64), opts)) tokens += e.getIds().length;
+      }
+    }
     const sec = Number(process.hrtime.bigint() - t0) / 1e9;
-    console.log(JSON.stringify({ mb_per_s: bytes / 1e6 / sec, docs: docs.length, tokens, seconds: sec }));
+    const c = process.cpuUsage(c0);
+    const cpu = (c.user + c.system) / 1e6; // all threads of the process
+    console.log(JSON.stringify({ mb_per_s: bytes / 1e6 / sec, docs: docs.length, tokens, seconds: sec,
+      cpu_seconds: cpu, mb_per_cpu_s: bytes / 1e6 / cpu, bytes }));
+  } else if (mode === 'pretok') {
+    const pre = tok.getPreTokenizer();
+    const out = fs.createWriteStream(outPath);
+    for await (const line of lines(inPath)) {
+      out.write(JSON.stringify(pre.preTokenizeString(JSON.parse(line).text).map((p) => p[0])) + '\n');
+    }
+    await new Promise((r) => out.end(r));
   } else if (mode === 'decode') {
     const out = fs.createWriteStream(outPath);
     for await (const line of lines(inPath)) {
@@ -57,7 +79,7 @@ async function main() {
     }
     await new Promise((r) => out.end(r));
   } else {
-    throw new Error('mode must be encode, bench or decode');
+    throw new Error('mode must be encode, bench, benchbatch, pretok or decode');
   }
 }
 

@@ -1,0 +1,179 @@
+//go:build amd64 && !purego
+
+package amx
+
+import (
+	"unsafe"
+)
+
+// The AMX kernel: TDPBF16PS on 16×16 fp32 tiles. B is packed per 64-column
+// panel as two 32-column sub-panels; each sub-panel is a run of K tiles
+// (32 K-rows each, zero-padded), each K tile two 16×16-pair B tiles
+// (columns 0-15 and 16-31 of the sub-panel): 16 rows of K-pairs × 16
+// columns × 2 bf16 = the VNNI layout TDPBF16PS wants, 1 KiB, loaded with
+// a 64-byte stride. A is tile-loaded in place (row stride lda) when K is
+// a multiple of 32, otherwise from a zero-padded copy; a ragged last block
+// of rows always comes from a padded copy, so no tile load reads past A.
+// The tiles' fp32 sums go to a scratch block and the AVX-512 epilogue of
+// dpbf16Panel (with no K-pairs, fLoadAcc) finishes them into C.
+const (
+	nrAMX = 64 // columns per packed panel
+	kAMX  = 32 // K per tile step
+	mAMX  = 32 // rows per block (two A tiles)
+)
+
+// amxArgs is amxTiles' argument block (offsets in amx/_gen/amx.go).
+type amxArgs struct {
+	a      unsafe.Pointer // first row of the A blocks, bf16
+	lda    uintptr        // A row stride, bytes
+	blocks int            // 32-row blocks
+	b      unsafe.Pointer // packed panel
+	kt     int            // K tiles (≥ 1)
+	nsub   int            // 32-column sub-panels to compute (1 or 2)
+	out    unsafe.Pointer // fp32 sums, 64 per row
+	ldo    uintptr        // out row stride, bytes (256)
+	cfg    unsafe.Pointer // 64-byte tile configuration
+}
+
+//go:noescape
+func amxTiles(p *amxArgs)
+
+//go:noescape
+func amxPeak(cfg *byte, n int)
+
+// amxTilesImpl runs the tile program: the assembly, or in tests the
+// software model (amx_model_test.go) that cannot fault on a CPU without AMX.
+var amxTilesImpl = amxTiles
+
+// amxSimulated, set only by tests, makes KernelAMX available with the
+// software tile model in place of the hardware.
+var amxSimulated bool
+
+// tileConfig is palette 1 with tiles 0-7 all 16 rows × 64 bytes.
+var tileConfig = func() (c [64]byte) {
+	c[0] = 1
+	for t := 0; t < 8; t++ {
+		c[16+2*t] = 64
+		c[48+t] = 16
+	}
+	return c
+}()
+
+func init() {
+	packImpl[KernelAMX] = packAMX
+	matmulImpl[KernelAMX] = matmulAMX
+	// 4 TDPBF16PS × 16×16 outputs × 32 K × 2 FLOPs per iteration.
+	peakImpl[KernelAMX] = func(iters int) float64 {
+		amxPeak(&tileConfig[0], iters)
+		return float64(iters) * 4 * 16 * 16 * 32 * 2
+	}
+}
+
+// amxPanelLen is the packed size (bf16) of one 64-column panel.
+func amxPanelLen(k int) int { return 2 * ((k + kAMX - 1) / kAMX) * 1024 }
+
+func packAMX(dst *Matrix, b []BF16, ldb int, transposed bool) {
+	k, n := dst.K, dst.N
+	kt := (k + kAMX - 1) / kAMX
+	panels := (n + nrAMX - 1) / nrAMX
+	plen := amxPanelLen(k)
+	size := panels * plen
+	if cap(dst.bf16) < size {
+		dst.bf16 = make([]BF16, size)
+	}
+	dst.bf16 = dst.bf16[:size]
+	dst.f32 = dst.f32[:0]
+	clear(dst.bf16)
+	for j := 0; j < n; j++ {
+		pn, s, h, c := j/nrAMX, j%nrAMX/32, j%32/16, j%16
+		base := pn*plen + s*kt*1024 + h*512 + 2*c
+		for kk := 0; kk < k; kk++ {
+			var v BF16
+			if transposed {
+				v = b[j*ldb+kk]
+			} else {
+				v = b[kk*ldb+j]
+			}
+			// K tile kk/32, pair row (kk%32)/2, element kk%2.
+			dst.bf16[base+(kk/kAMX)*1024+(kk%kAMX/2)*32+kk%2] = v
+		}
+	}
+}
+
+func matmulAMX(m int, a []BF16, lda int, b *Matrix, c []float32, ldc int, ep *Epilogue) {
+	k, n := b.K, b.N
+	kt := (k + kAMX - 1) / kAMX
+	kpad := kt * kAMX
+	blocks := (m + mAMX - 1) / mAMX
+	full := m / mAMX
+	// A in place when K tiles exactly; else a zero-padded copy.
+	aIn, ldaIn := unsafe.Pointer(nil), uintptr(lda)*2
+	var acopy []BF16
+	var abuf *[]float32
+	if kt > 0 && k%kAMX != 0 {
+		full = 0
+	}
+	if pad := blocks - full; pad > 0 && kt > 0 {
+		abuf = getF32((pad*mAMX*kpad + 1) / 2)
+		defer f32Pool.Put(abuf)
+		acopy = unsafe.Slice((*BF16)(unsafe.Pointer(&(*abuf)[0])), pad*mAMX*kpad)
+		clear(acopy)
+		for i := full * mAMX; i < m; i++ {
+			copy(acopy[(i-full*mAMX)*kpad:], a[i*lda:i*lda+k])
+		}
+	}
+	if full > 0 {
+		aIn = unsafe.Pointer(&a[0])
+	}
+	obuf := getF32(blocks * mAMX * nrAMX)
+	defer f32Pool.Put(obuf)
+	sums := *obuf
+	var tmpl dpArgs
+	tmpl.ldc = uintptr(ldc) * 4
+	epilogueFlags(&tmpl, ep, c)
+	if ep != nil {
+		tmpl.ldo = uintptr(ep.ldOut(n)) * 2
+	}
+	tmpl.flags |= fLoadAcc
+	tmpl.m = m
+	tmpl.acc = unsafe.Pointer(&sums[0])
+	plen := amxPanelLen(k)
+	for pn := 0; pn*nrAMX < n; pn++ {
+		j0 := pn * nrAMX
+		cols := min(nrAMX, n-j0)
+		if kt == 0 {
+			clear(sums)
+		} else {
+			x := amxArgs{b: unsafe.Pointer(&b.bf16[pn*plen]), kt: kt, nsub: (cols + 31) / 32,
+				ldo: nrAMX * 4, cfg: unsafe.Pointer(&tileConfig[0])}
+			if full > 0 {
+				x.a, x.lda, x.blocks, x.out = aIn, ldaIn, full, unsafe.Pointer(&sums[0])
+				amxTilesImpl(&x)
+			}
+			if blocks > full {
+				x.a, x.lda, x.blocks = unsafe.Pointer(&acopy[0]), uintptr(kpad)*2, blocks-full
+				x.out = unsafe.Pointer(&sums[full*mAMX*nrAMX])
+				amxTilesImpl(&x)
+			}
+		}
+		p := tmpl
+		if cols == nrAMX {
+			p.mask = ^uint64(0)
+		} else {
+			p.mask = 1<<cols - 1
+		}
+		if c != nil {
+			p.c = unsafe.Pointer(&c[j0])
+		}
+		if p.flags&fBias != 0 {
+			p.bias = unsafe.Pointer(&ep.Bias[j0])
+		}
+		if p.flags&fColScale != 0 {
+			p.cs = unsafe.Pointer(&ep.ColScale[j0])
+		}
+		if p.flags&fBF16 != 0 {
+			p.out = unsafe.Pointer(&ep.OutBF16[j0])
+		}
+		dpbf16Panel(&p)
+	}
+}

@@ -1,0 +1,200 @@
+package tokenizer
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/onecore-dev/onecore/internal/testenv"
+)
+
+// oracleLines runs testdata/oracle.js in mode on in and returns its output
+// lines.
+func oracleLines(t *testing.T, mode, tokPath, in string) []string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	cmd := exec.Command(testenv.LookPath(t, "node"), filepath.Join("testdata", "oracle.js"), mode, tokPath, in, out)
+	cmd.Env = append(os.Environ(), "NODE_PATH="+testenv.NodeModules(t))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("oracle %s: %v\n%s", mode, err, b)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<30)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	return lines
+}
+
+// TestPreTokenizerParity compares the pieces of the hand-written scanners
+// with the oracle's pre-tokenizer directly: BPE could hide a wrong split.
+func TestPreTokenizerParity(t *testing.T) {
+	docs := edgeDocs()
+	in, err := writeJSONL(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(in)
+	for _, name := range []string{"gpt2", "llama3", "bert"} { // Llama-2 has none
+		t.Run(name, func(t *testing.T) {
+			path := tokenizerFile(t, name)
+			tok, err := Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := oracleLines(t, "pretok", path, in)
+			if len(lines) != len(docs) {
+				t.Fatalf("oracle gave %d lines for %d docs", len(lines), len(docs))
+			}
+			byteLevel := name == "gpt2" || name == "llama3"
+			bad := 0
+			for i, d := range docs {
+				var want []string
+				if err := json.Unmarshal([]byte(lines[i]), &want); err != nil {
+					t.Fatal(err)
+				}
+				got := tok.pre.split(d.text, true, nil)
+				if byteLevel {
+					for j := range got {
+						got[j] = byteLevelString(got[j])
+					}
+				}
+				if strings.Join(got, "\x00") != strings.Join(want, "\x00") {
+					bad++
+					if bad < 4 {
+						t.Errorf("doc %d (%s): pieces differ\n ours   %q\n oracle %q", i, d.source, head(got), head(want))
+					}
+				}
+			}
+		})
+	}
+}
+
+func head(s []string) []string {
+	return s[:min(len(s), 30)]
+}
+
+// TestDecodeParity decodes ids of real text with the oracle's decoder.
+func TestDecodeParity(t *testing.T) {
+	docs := edgeDocs()[:len(edgeSamples)]
+	for _, name := range []string{"gpt2", "llama3", "llama2", "bert"} {
+		t.Run(name, func(t *testing.T) {
+			path := tokenizerFile(t, name)
+			tok, err := Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.CreateTemp(t.TempDir(), "ids-*.jsonl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var all [][]int32
+			for _, d := range docs {
+				ids := tok.Encode(d.text, false)
+				all = append(all, ids)
+				b, _ := json.Marshal(ids)
+				f.Write(append(b, '\n'))
+			}
+			f.Close()
+			lines := oracleLines(t, "decode", path, f.Name())
+			for i, ids := range all {
+				var want string
+				if err := json.Unmarshal([]byte(lines[i]), &want); err != nil {
+					t.Fatal(err)
+				}
+				got := tok.Decode(ids, false)
+				if !utf8.ValidString(got) {
+					continue // the oracle shows U+FFFD where we keep raw bytes
+				}
+				if got != want {
+					t.Errorf("doc %d: decode\n ours   %q\n oracle %q", i, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestAddedTokensParity adds tokens with lstrip, rstrip, single_word and
+// normalized to real tokenizers and compares ids with the oracle.
+func TestAddedTokensParity(t *testing.T) {
+	texts := []string{
+		"a <lst> b <rst>  c  <lst><rst> d",
+		"word words sword word. _word word_ (word)",
+		"  <lst>\n<rst>\t end<lst>",
+		"Déjà-Vu and DÉJÀ-VU and deja-vu, déjà-vu!",
+		"abcabc ab cab",
+	}
+	var docs []doc
+	for _, s := range texts {
+		docs = append(docs, doc{"added", s})
+	}
+	in, err := writeJSONL(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(in)
+	for _, name := range []string{"gpt2", "llama2", "bert"} {
+		t.Run(name, func(t *testing.T) {
+			b, err := os.ReadFile(tokenizerFile(t, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var f map[string]any
+			if err := json.Unmarshal(b, &f); err != nil {
+				t.Fatal(err)
+			}
+			added := f["added_tokens"].([]any)
+			next := 0
+			for _, a := range added {
+				next = max(next, int(a.(map[string]any)["id"].(float64))+1)
+			}
+			model := f["model"].(map[string]any)
+			if v, ok := model["vocab"].(map[string]any); ok {
+				next = max(next, len(v))
+			}
+			for _, a := range []map[string]any{
+				{"content": "<lst>", "lstrip": true, "special": true},
+				{"content": "<rst>", "rstrip": true, "special": true},
+				{"content": "word", "single_word": true},
+				{"content": "Déjà-Vu", "normalized": true},
+				{"content": "bca"},
+			} {
+				for _, k := range []string{"lstrip", "rstrip", "single_word", "normalized", "special"} {
+					if _, ok := a[k]; !ok {
+						a[k] = false
+					}
+				}
+				a["id"] = next
+				next++
+				added = append(added, a)
+			}
+			f["added_tokens"] = added
+			out, _ := json.Marshal(f)
+			path := filepath.Join(t.TempDir(), "tokenizer.json")
+			if err := os.WriteFile(path, out, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			tok, err := Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := runOracle(t, path, in, false)
+			got := make([][]int32, len(docs))
+			for i, d := range docs {
+				got[i] = tok.Encode(d.text, false)
+			}
+			compareIDs(t, tok, docs, got, want)
+		})
+	}
+}

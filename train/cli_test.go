@@ -1,0 +1,165 @@
+package train
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/onecore-dev/onecore/internal/testenv"
+)
+
+// byteLevelTokenizerJSON is a Hugging Face tokenizer.json whose vocabulary
+// is <pad>, <bos>, <eos> and the 256 byte-level symbols (id = byte + 3) with
+// no merges: the same ids as byteTok.
+func byteLevelTokenizerJSON(t *testing.T) string {
+	t.Helper()
+	var bs []int
+	for b := '!'; b <= '~'; b++ {
+		bs = append(bs, int(b))
+	}
+	for b := 0xA1; b <= 0xAC; b++ {
+		bs = append(bs, b)
+	}
+	for b := 0xAE; b <= 0xFF; b++ {
+		bs = append(bs, b)
+	}
+	char := map[int]rune{}
+	for _, b := range bs {
+		char[b] = rune(b)
+	}
+	n := 0
+	for b := 0; b < 256; b++ {
+		if _, ok := char[b]; !ok {
+			char[b] = rune(256 + n)
+			n++
+		}
+	}
+	vocab := map[string]int{"<pad>": 0, "<bos>": 1, "<eos>": 2}
+	for b := 0; b < 256; b++ {
+		vocab[string(char[b])] = b + 3
+	}
+	added := []map[string]any{}
+	for i, s := range []string{"<pad>", "<bos>", "<eos>"} {
+		added = append(added, map[string]any{"id": i, "content": s, "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true})
+	}
+	tj := map[string]any{
+		"version": "1.0", "truncation": nil, "padding": nil, "added_tokens": added, "normalizer": nil,
+		"pre_tokenizer":  map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
+		"post_processor": nil,
+		"decoder":        map[string]any{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
+		"model":          map[string]any{"type": "BPE", "dropout": nil, "unk_token": nil, "continuing_subword_prefix": nil, "end_of_word_suffix": nil, "fuse_unk": false, "byte_fallback": false, "vocab": vocab, "merges": []string{}},
+	}
+	b, err := json.Marshal(tj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "tokenizer.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func run(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(testenv.Binary(t), args...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("onecore %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// TestCLITrainedCheckpointForward: `onecore train pretrain` writes a
+// checkpoint that `onecore forward` (the engine's inference path) loads
+// unchanged and whose logits agree with the training forward pass; `train
+// sft` and `train classify` build on it.
+func TestCLITrainedCheckpointForward(t *testing.T) {
+	tok := byteLevelTokenizerJSON(t)
+	work := t.TempDir()
+	cfgPath := filepath.Join(work, "config.json")
+	cb, _ := json.Marshal(smallConfig())
+	os.WriteFile(cfgPath, cb, 0o644)
+	ck := filepath.Join(work, "ck")
+	run(t, "train", "pretrain", "--config", cfgPath, "--data", "/usr/local/go/src/unicode/utf8", "--tokenizer", tok,
+		"--out", ck, "--tokens", "6400", "--batch", "2", "--seq-len", "64", "--negatives", "64", "--lr", "3e-3",
+		"--warmup", "5", "--eval-every", "0", "--generations", "1", "--val-permille", "200", "--val-tokens", "512")
+	for _, f := range []string{"config.json", "model.safetensors", "generation.json", "tokenizer.json", "metrics.jsonl", "train_state/state.json", "train_state/optimizer.safetensors"} {
+		if _, err := os.Stat(filepath.Join(ck, f)); err != nil {
+			t.Errorf("checkpoint lacks %s", f)
+		}
+	}
+
+	// two documents, the second starting mid-stream
+	text := "package utf8\n\nfunc RuneLen(r rune) int {\n"
+	ids := []int32{bosID}
+	ids = append(ids, byteTok{}.Encode(text)...)
+	ids = append(ids, bosID)
+	ids = append(ids, byteTok{}.Encode("// Copyright 2009")...)
+	idsPath := filepath.Join(work, "ids.json")
+	b, _ := json.Marshal(ids)
+	os.WriteFile(idsPath, b, 0o644)
+	logitsPath := filepath.Join(work, "logits.bin")
+	run(t, "forward", "--checkpoint", ck, "--ids-file", idsPath, "--out", logitsPath)
+	raw, err := os.ReadFile(logitsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, p, _, err := LoadCheckpoint(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	V := c.VocabSize
+	if len(raw) != 4*len(ids)*V {
+		t.Fatalf("forward wrote %d bytes, want %d", len(raw), 4*len(ids)*V)
+	}
+	m := NewModel(c, p)
+	ours := nextLogits(m, m.Forward(ids, 0), len(ids))
+	var maxDiff, scale float64
+	agree := 0
+	for tpos := range ids {
+		eng := make([]float32, V)
+		for i := range eng {
+			eng[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*(tpos*V+i):]))
+		}
+		row := ours[tpos*V : (tpos+1)*V]
+		ae, ao := 0, 0
+		for i := range eng {
+			maxDiff = math.Max(maxDiff, math.Abs(float64(eng[i]-row[i])))
+			scale = math.Max(scale, math.Abs(float64(eng[i])))
+			if eng[i] > eng[ae] {
+				ae = i
+			}
+			if row[i] > row[ao] {
+				ao = i
+			}
+		}
+		if ae == ao {
+			agree++
+		}
+	}
+	t.Logf("engine vs training forward: max |Δlogit| %.4f (max |logit| %.2f), argmax agreement %d/%d", maxDiff, scale, agree, len(ids))
+	if maxDiff > 0.05*scale || agree < len(ids)*9/10 {
+		t.Errorf("engine and training forward disagree: max |Δ| %.4f vs scale %.2f, argmax %d/%d", maxDiff, scale, agree, len(ids))
+	}
+
+	// post-training stages on the pretrained checkpoint
+	var recs []map[string]string
+	for i := 0; i < 40; i++ {
+		recs = append(recs, map[string]string{"prompt": "q" + strings.Repeat("x", i%5) + "?", "answer": "ok", "text": strings.Repeat("ab ", 1+i%7), "label": []string{"short", "long"}[(i%7)/4]})
+	}
+	data := writeJSONL(t, recs)
+	run(t, "train", "sft", "--from", ck, "--data", data, "--out", filepath.Join(work, "sft"), "--epochs", "1", "--batch", "2", "--seq-len", "64", "--samples", "2")
+	out := run(t, "train", "classify", "--from", ck, "--data", data, "--label-field", "label", "--out", filepath.Join(work, "cls"), "--val-permille", "300", "--head-steps", "50")
+	if !strings.Contains(out, "held-out: accuracy") {
+		t.Errorf("classify printed no held-out report:\n%s", out)
+	}
+	if _, _, gen, err := LoadCheckpoint(filepath.Join(work, "cls")); err != nil || len(gen.Labels) != 2 {
+		t.Errorf("classifier checkpoint: %v, labels %v", err, gen)
+	}
+}
