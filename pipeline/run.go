@@ -288,7 +288,7 @@ func (r *runner) plan() error {
 // removeStale deletes temporaries a killed run left for part name (we hold
 // its lock, so no live process is writing them).
 func (r *runner) removeStale(name string) {
-	for _, dir := range []string{r.od.Path, filepath.Join(r.od.Path, jobs.RejectsDir)} {
+	for _, dir := range []string{r.od.Path, filepath.Join(r.od.Path, jobs.RejectsDir), filepath.Join(r.od.Path, jobs.DoneDir)} {
 		matches, _ := filepath.Glob(filepath.Join(dir, "."+name+"*"))
 		for _, m := range matches {
 			os.Remove(m)
