@@ -17,14 +17,24 @@ type Request struct {
 	// StopIDs end the continuation (emitted, then the document leaves the
 	// batch); nil takes generation.json's stop_ids, or <eos> without one.
 	StopIDs []int32
+	// Allow, if set, constrains every step: it receives the tokens
+	// generated so far and returns the ids the next token may take (the
+	// vocabulary mask still applies). An empty set ends the document
+	// without a token (Token −1, Done).
+	Allow func(generated []int32) []int32
+	// LogProbs reports each token's log-probability under the masked (and
+	// constrained) distribution at temperature 1 (costs a log-sum-exp over
+	// the vocabulary per token).
+	LogProbs bool
 	Sampling
 }
 
 // Token is one generated token.
 type Token struct {
-	Seq   int   // the id Add returned
-	Token int32 // the generated token
-	Done  bool  // the document left the batch (stop id or MaxNew reached)
+	Seq     int     // the id Add returned
+	Token   int32   // the generated token (−1: Allow returned no ids)
+	Done    bool    // the document left the batch (stop id, MaxNew, or nothing allowed)
+	LogProb float32 // log p(Token) when the request asked for LogProbs
 }
 
 // Decoder continues many documents at once on one Instance: every Step
@@ -41,6 +51,7 @@ type Decoder struct {
 	logits []float32
 	out    []Token
 	scores []float32
+	keep   []float32
 }
 
 // NewDecoder creates a decoder on in. The decoder uses in's scratch: do
@@ -137,11 +148,23 @@ func (d *Decoder) Step() []Token {
 	for i, st := range d.active {
 		row := d.logits[i*V : (i+1)*V]
 		in.m.applyMask(row)
-		tok := d.smp.pick(row, &st.req.Sampling, st.rng)
+		tok, lp := int32(-1), float32(0)
+		if st.req.Allow == nil || d.constrain(row, st.req.Allow(st.gen)) {
+			if st.req.LogProbs {
+				lse := logSumExp(row)
+				tok = d.smp.pick(row, &st.req.Sampling, st.rng)
+				lp = d.logits[i*V+int(tok)] - lse
+			} else {
+				tok = d.smp.pick(row, &st.req.Sampling, st.rng)
+			}
+		}
 		st.made++
 		st.next = tok
-		done := st.stopSet[tok] || (st.req.MaxNew > 0 && st.made >= st.req.MaxNew)
-		d.out = append(d.out, Token{Seq: st.id, Token: tok, Done: done})
+		if st.req.Allow != nil && tok >= 0 {
+			st.gen = append(st.gen, tok)
+		}
+		done := tok < 0 || st.stopSet[tok] || (st.req.MaxNew > 0 && st.made >= st.req.MaxNew)
+		d.out = append(d.out, Token{Seq: st.id, Token: tok, Done: done, LogProb: lp})
 		if done {
 			d.free = append(d.free, st)
 		} else {
@@ -152,6 +175,25 @@ func (d *Decoder) Step() []Token {
 	d.active = keep
 	in.tock(OpOther, t0)
 	return d.out
+}
+
+// constrain sets every logit outside allowed (and out of range) to −Inf;
+// it reports whether any allowed id is still possible.
+func (d *Decoder) constrain(row []float32, allowed []int32) bool {
+	d.keep = growF(d.keep, len(row))
+	ninf := float32(math.Inf(-1))
+	for i := range d.keep[:len(row)] {
+		d.keep[i] = ninf
+	}
+	ok := false
+	for _, id := range allowed {
+		if id >= 0 && int(id) < len(row) && !math.IsInf(float64(row[id]), -1) {
+			d.keep[id] = row[id]
+			ok = true
+		}
+	}
+	copy(row, d.keep[:len(row)])
+	return ok
 }
 
 // forwardStep runs one token per active document (st.next, or forced[i]

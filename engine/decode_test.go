@@ -235,3 +235,57 @@ func TestSamplingFilters(t *testing.T) {
 		}
 	}
 }
+
+func TestDecodeConstraintsAndLogProbs(t *testing.T) {
+	m := testModel(t, nil, 71)
+	in := NewInstance(m)
+	prompt := randDocs(72, m.Cfg.VocabSize, 12)[0]
+	dec := in.NewDecoder()
+	dec.Add(Request{Prompt: prompt, MaxNew: 6, StopIDs: []int32{}, LogProbs: true})
+	var gen []int32
+	var lps []float32
+	for dec.Active() > 0 {
+		for _, tk := range dec.Step() {
+			gen = append(gen, tk.Token)
+			lps = append(lps, tk.LogProb)
+		}
+	}
+	full := append(append([]int32(nil), prompt...), gen...)
+	res, err := in.Prefill([][]int32{full}, Want{LogProbs: true, MaskVocab: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, lp := range lps {
+		want := res[0].LogProbs[len(prompt)-1+i]
+		if math.Abs(float64(lp-want)) > 0.05 || lp > 0 {
+			t.Fatalf("token %d: decode log-prob %v, prefill %v", i, lp, want)
+		}
+	}
+	// Constrained: only ids 10 and 20 (then only 30), with sampling.
+	dec.Add(Request{Prompt: prompt, MaxNew: 8, StopIDs: []int32{}, LogProbs: true, Sampling: Sampling{Temperature: 1, Seed: 3},
+		Allow: func(g []int32) []int32 {
+			if len(g) >= 4 {
+				return []int32{30}
+			}
+			return []int32{10, 20, 5} // 5 is vocabulary-masked
+		}})
+	var got []int32
+	for dec.Active() > 0 {
+		for _, tk := range dec.Step() {
+			got = append(got, tk.Token)
+			if len(got) > 4 && tk.LogProb != 0 {
+				t.Fatalf("single allowed id has log-prob %v, want 0", tk.LogProb)
+			}
+		}
+	}
+	for i, tok := range got {
+		if (i < 4 && tok != 10 && tok != 20) || (i >= 4 && tok != 30) || len(got) != 8 {
+			t.Fatalf("constrained tokens %v", got)
+		}
+	}
+	// Nothing allowed: the document ends without a token.
+	dec.Add(Request{Prompt: prompt, MaxNew: 8, Allow: func([]int32) []int32 { return []int32{5} }})
+	if tk := dec.Step(); len(tk) != 1 || tk[0].Token != -1 || !tk[0].Done || dec.Active() != 0 {
+		t.Fatalf("empty allowed set: %+v", tk)
+	}
+}

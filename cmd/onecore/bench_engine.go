@@ -15,7 +15,7 @@ import (
 
 func init() {
 	var ckDir, cfgPath string
-	var tokens, docLen, promptLen, cpu int
+	var tokens, docLen, promptLen, pass, cpu int
 	var asJSON bool
 	var minDur time.Duration
 	cmd := &cobra.Command{
@@ -66,7 +66,7 @@ kernel. Throughputs are tokens per second of the pinned thread's CPU time
 			pinned := pinCPU(cpu)
 			res := engine.Bench(m, engine.BenchOptions{
 				Tokens: tokens, DocLen: docLen, DecodeBatch: []int{1, 16, 64, 256},
-				PromptLen: promptLen, MinDuration: minDur, Seed: 1,
+				PromptLen: promptLen, PassTokens: pass, MinDuration: minDur, Seed: 1,
 			})
 			out := cmd.OutOrStdout()
 			if asJSON {
@@ -89,6 +89,7 @@ kernel. Throughputs are tokens per second of the pinned thread's CPU time
 	f.IntVar(&tokens, "tokens", 8192, "prefill tokens per measurement")
 	f.IntVar(&docLen, "doc-len", 256, "document length in the prefill measurement")
 	f.IntVar(&promptLen, "prompt-len", 256, "prompt length before decoding (the SWA window is full from 256 on)")
+	f.IntVar(&pass, "pass", engine.DefaultPassTokens, "tokens per prefill pass")
 	f.IntVar(&cpu, "cpu", -1, "CPU to pin to (-1: the first CPU this process may use)")
 	f.DurationVar(&minDur, "min-time", time.Second, "minimum time per prefill measurement")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
