@@ -32,6 +32,7 @@ type scratch struct {
 	pieces []string
 	spans  []span
 	spans2 []span
+	l1     [l1Size]*cacheEntry // see wordCache
 }
 
 // Tokenizer encodes and decodes text. It is safe for concurrent use.
