@@ -141,15 +141,17 @@ func (m *bpeModel) tokenize(dst []int32, piece string, sc *scratch) []int32 {
 
 // tokenizeWord encodes one piece, through the word cache.
 func (m *bpeModel) tokenizeWord(dst []int32, piece string, sc *scratch) []int32 {
+	var h uint32
 	if len(piece) <= maxCachedWord {
-		if ids, ok := m.cache.get(piece); ok {
+		h = pieceHash(piece)
+		if ids, ok := m.cache.lookup(sc, piece, h); ok {
 			return append(dst, ids...)
 		}
 	}
 	start := len(dst)
 	dst = m.tokenizeNoCache(dst, piece, sc)
 	if len(piece) <= maxCachedWord {
-		m.cache.put(piece, dst[start:])
+		m.cache.store(sc, piece, h, dst[start:])
 	}
 	return dst
 }

@@ -12,6 +12,7 @@
 package tokenizer
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"runtime"
@@ -32,6 +33,7 @@ type scratch struct {
 	pieces []string
 	spans  []span
 	spans2 []span
+	l1     [l1Size]*cacheEntry // see wordCache
 }
 
 // Tokenizer encodes and decodes text. It is safe for concurrent use.
@@ -65,7 +67,7 @@ func Load(path string) (*Tokenizer, error) {
 // Parse reads the contents of a Hugging Face tokenizer.json.
 func Parse(data []byte) (*Tokenizer, error) {
 	var f fileJSON
-	if err := jsonUnmarshal(data, &f); err != nil {
+	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, fmt.Errorf("tokenizer.json: %v", err)
 	}
 	pm, err := parseModel(f.Model)
