@@ -5,6 +5,7 @@ package amx
 import (
 	"bytes"
 	"encoding/hex"
+	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -102,6 +103,25 @@ func TestAMXModel(t *testing.T) {
 	}
 	shapes = append(shapes, shape{33, 64, 129}, shape{64, 96, 65}, shape{31, 256, 256})
 	checkKernels(t, []Kernel{KernelAMX}, shapes)
+
+	// The transposed pack multiplies exactly like the plain one.
+	r := rand.New(rand.NewPCG(17, 18))
+	for _, s := range []shape{{7, 31, 17}, {33, 64, 100}} {
+		b := randBF16(r, s.k*s.n)
+		bt := make([]BF16, s.n*s.k)
+		for kk := 0; kk < s.k; kk++ {
+			for j := 0; j < s.n; j++ {
+				bt[j*s.k+kk] = b[kk*s.n+j]
+			}
+		}
+		a := randBF16(r, s.m*s.k)
+		c1, c2 := make([]float32, s.m*s.n), make([]float32, s.m*s.n)
+		MatMul(s.m, a, s.k, PackFor(KernelAMX, nil, s.k, s.n, b, s.n), c1, s.n, nil)
+		MatMul(s.m, a, s.k, PackTransposedFor(KernelAMX, nil, s.k, s.n, bt, s.k), c2, s.n, nil)
+		if i := bitsEqual(c1, c2); i >= 0 {
+			t.Fatalf("AMX %v: transposed pack differs at %d", s, i)
+		}
+	}
 }
 
 // TestAMXObjectCode checks that the built package holds the intended AMX

@@ -25,7 +25,6 @@ type seqState struct {
 	req     Request
 	made    int // tokens generated
 	rng     *rand.Rand
-	logits  []float32 // the last step's raw logits (for tests and scoring)
 	stopSet map[int32]bool
 }
 
@@ -96,4 +95,12 @@ func (st *seqState) putKV(li, W, slot int, k, v []amx.BF16) {
 // exportLin stores the linear-attention state after the document's last token.
 func (in *Instance) exportLin(st *seqState, li int, state []float32) {
 	copy(st.s[li], state)
+}
+
+// exportFor is the decode state segment si exports to, or nil.
+func (in *Instance) exportFor(si int) *seqState {
+	if si < len(in.export) {
+		return in.export[si]
+	}
+	return nil
 }

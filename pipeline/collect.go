@@ -208,7 +208,7 @@ func (r *runner) maybeFinish(sr *shardRun) error {
 		return err
 	}
 	crashPoint("marked")
-	r.sum.shardsDone.Add(1)
+	r.st.shardsDone.Add(1)
 	r.st.doneBytes.Add(sr.Size)
 	r.st.doneText.Add(sr.textBytes)
 	return nil

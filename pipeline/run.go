@@ -209,11 +209,11 @@ func resolveOutput(out, format string, p jobs.Placement) (output, error) {
 
 // stats are the run's live counters (atomics: read by the progress loop).
 type stats struct {
-	rowsIn, rowsOut, rejected, tokens, docsSeen atomic.Int64
-	badFiles, files                             atomic.Int64
-	doneBytes, doneText                         atomic.Int64          // finished shards: input bytes, text bytes
-	textSeen                                    atomic.Int64          // text bytes collected
-	busy                                        [nStages]atomic.Int64 // nanoseconds
+	rowsIn, rowsOut, rejected, tokens atomic.Int64
+	badFiles, files, shardsDone       atomic.Int64
+	doneBytes, doneText               atomic.Int64          // finished shards: input bytes, text bytes
+	textSeen                          atomic.Int64          // text bytes collected
+	busy                              [nStages]atomic.Int64 // nanoseconds
 }
 
 const (
@@ -288,7 +288,7 @@ func (r *runner) plan() error {
 // removeStale deletes temporaries a killed run left for part name (we hold
 // its lock, so no live process is writing them).
 func (r *runner) removeStale(name string) {
-	for _, dir := range []string{r.od.Path, filepath.Join(r.od.Path, jobs.RejectsDir)} {
+	for _, dir := range []string{r.od.Path, filepath.Join(r.od.Path, jobs.RejectsDir), filepath.Join(r.od.Path, jobs.DoneDir)} {
 		matches, _ := filepath.Glob(filepath.Join(dir, "."+name+"*"))
 		for _, m := range matches {
 			os.Remove(m)

@@ -164,9 +164,10 @@ func describe(c *parquet.Column) string {
 func (s *parquetSource) close() error { return s.f.Close() }
 
 func (s *parquetSource) next(doc *Document) (err error) {
+	row := s.row
 	defer func() {
 		if p := recover(); p != nil {
-			err = &FileError{File: s.path, Row: s.row, Err: fmt.Errorf("corrupt Parquet data (decoder panic: %v)", p)}
+			err = &FileError{File: s.path, Row: row, Err: fmt.Errorf("corrupt Parquet data (decoder panic: %v)", p)}
 		}
 	}()
 	for s.rgLeft == 0 {
@@ -189,7 +190,6 @@ func (s *parquetSource) next(doc *Document) (err error) {
 		s.rgLeft = rg.NumRows()
 		s.rg++
 	}
-	row := s.row
 	fail := func(err error) error {
 		return &FileError{File: s.path, Row: row, Err: fmt.Errorf("row group %d: %w", s.rg-1, err)}
 	}
@@ -417,8 +417,8 @@ func (s *parquetSource) nested(kc *keepColumn, leaves [][]parquet.Value) (string
 			row = append(row, v.Level(v.RepetitionLevel(), v.DefinitionLevel(), j))
 		}
 	}
-	var m map[string]any
-	if err := kc.schema.Reconstruct(&m, row); err != nil {
+	m := map[string]any{}
+	if err := reconstruct(kc.schema, &m, row); err != nil {
 		return "", false, fmt.Errorf("%q: %v", kc.name, err)
 	}
 	val, ok := m[kc.name]
@@ -431,6 +431,17 @@ func (s *parquetSource) nested(kc *keepColumn, leaves [][]parquet.Value) (string
 	}
 	str, err := s.utf8(b, kc.name)
 	return str, err == nil, err
+}
+
+// reconstruct is Schema.Reconstruct with its panics (it panics when the
+// row does not fit the schema) turned into errors.
+func reconstruct(schema *parquet.Schema, m *map[string]any, row parquet.Row) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("cannot rebuild nested value: %v", p)
+		}
+	}()
+	return schema.Reconstruct(m, row)
 }
 
 // isTopNull reports whether a definition level of 0 means the field itself

@@ -56,6 +56,8 @@ writes one result row per document.
 Tasks (--task, or task: in a --job YAML file; flags override the file):
   classify  label, score, probs (per-label probabilities), from the model's
             classifier head, or by scoring each --labels string after the prompt
+            (the default task; without --task, a model without a classifier
+            head and no --labels, the task is score)
   score     mean_logprob, perplexity (a perplexity filter, as CCNet does)
   extract   answer, answer_logprob, abstained: the --template prompt with the
             document (and --question / --question-field) decoded greedily;
@@ -200,15 +202,19 @@ func buildJob(cmd *cobra.Command, fl *extractFlags) (*jobs.Job, error) {
 	if set("extractive") {
 		j.Extractive = fl.extractive
 	}
-	if err := j.Normalize(); err != nil {
-		return nil, err
-	}
 	return j, nil
 }
 
 func runExtract(cmd *cobra.Command, fl *extractFlags) error {
 	job, err := buildJob(cmd, fl)
 	if err != nil {
+		return usageError{err}
+	}
+	taskGiven := job.Task != ""
+	if !taskGiven {
+		job.Task = jobs.TaskClassify // validated as classify; decided once the model is known
+	}
+	if err := job.Normalize(); err != nil {
 		return usageError{err}
 	}
 	if job.In == "" {
@@ -239,6 +245,15 @@ func runExtract(cmd *cobra.Command, fl *extractFlags) error {
 	modelID, err := jobs.ModelID(dir)
 	if err != nil {
 		return err
+	}
+	if !taskGiven && len(job.Labels) == 0 && model.Labels() == nil {
+		// No task named and nothing to classify with: score instead, so the
+		// plain `onecore extract --in … --out …` works with any model.
+		job.Task, job.ClassifyBy = jobs.TaskScore, ""
+		if err := job.Normalize(); err != nil {
+			return usageError{err}
+		}
+		log.Info("no --task and the model has no classifier head: scoring (mean log-prob, perplexity)")
 	}
 
 	cfg := pipeline.Config{

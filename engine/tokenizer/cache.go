@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"hash/maphash"
 	"strings"
 	"sync"
 )
@@ -10,7 +9,6 @@ import (
 // many goroutines encoding at once rarely touch the same lock, and bounded:
 // a full shard is emptied (cheap, and frequent words come back at once).
 type wordCache struct {
-	seed   maphash.Seed
 	shards [cacheShards]cacheShard
 }
 
@@ -26,15 +24,22 @@ type cacheShard struct {
 }
 
 func newWordCache() *wordCache {
-	c := &wordCache{seed: maphash.MakeSeed()}
+	c := &wordCache{}
 	for i := range c.shards {
 		c.shards[i].m = make(map[string][]int32)
 	}
 	return c
 }
 
+// shard picks a shard from the length and the first and last bytes: much
+// cheaper than hashing the key twice (the map hashes it again).
 func (c *wordCache) shard(key string) *cacheShard {
-	return &c.shards[maphash.String(c.seed, key)%cacheShards]
+	h := uint(len(key)) * 0x9E3779B1
+	if len(key) > 0 {
+		h ^= uint(key[0])*0x85EBCA77 ^ uint(key[len(key)-1])*0xC2B2AE3D
+		h ^= uint(key[len(key)/2]) * 0x27D4EB2F
+	}
+	return &c.shards[(h>>7)%cacheShards]
 }
 
 func (c *wordCache) get(key string) ([]int32, bool) {
@@ -45,7 +50,8 @@ func (c *wordCache) get(key string) ([]int32, bool) {
 	return v, ok
 }
 
-func (c *wordCache) put(key string, ids []int32) {
+// put stores a copy of ids under key and returns the copy.
+func (c *wordCache) put(key string, ids []int32) []int32 {
 	v := make([]int32, len(ids))
 	copy(v, ids)
 	s := c.shard(key)
@@ -55,4 +61,5 @@ func (c *wordCache) put(key string, ids []int32) {
 	}
 	s.m[strings.Clone(key)] = v // never pin the caller's text
 	s.mu.Unlock()
+	return v
 }

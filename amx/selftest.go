@@ -1,0 +1,109 @@
+package amx
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+)
+
+// selfTestShapes are ragged M×K×N shapes: tails of every register tile
+// (6×64, 6×16, 32×32 AMX blocks), odd K, K across the AVX-512 K chunk.
+var selfTestShapes = [][3]int{
+	{1, 1, 1}, {2, 3, 5}, {7, 17, 33}, {15, 16, 17}, {16, 31, 64}, {17, 32, 65},
+	{31, 33, 127}, {32, 64, 128}, {33, 255, 129}, {6, 257, 63}, {40, 640, 70},
+	{65, 100, 300},
+}
+
+// SelfTest multiplies ragged shapes with kernel k and with the generic
+// kernel, with guard cells around every output, under several epilogues,
+// and returns an error describing the first disagreement: a result off
+// by more than the fp32 summation bound, or a write outside the output.
+// `onecore doctor` runs it for every available kernel; it is how the AMX
+// path is verified on a machine that has AMX.
+func SelfTest(k Kernel) error {
+	if !k.Supported() {
+		return fmt.Errorf("kernel %v not supported here", k)
+	}
+	r := rand.New(rand.NewPCG(42, uint64(k)))
+	rnd := func(n int) []BF16 {
+		s := make([]BF16, n)
+		for i := range s {
+			s[i] = FromFloat32(float32(r.NormFloat64()))
+		}
+		return s
+	}
+	const guard = 16
+	sentinel := math.Float32frombits(0x7fc0beef)
+	for _, sh := range selfTestShapes {
+		m, kk, n := sh[0], sh[1], sh[2]
+		lda, ldb, ldc := kk+1, n+3, n+2
+		a, b := rnd((m-1)*lda+kk), rnd((kk-1)*ldb+n)
+		bias := make([]float32, n)
+		for i := range bias {
+			bias[i] = float32(r.NormFloat64())
+		}
+		for ei, ep := range []*Epilogue{nil, {Scale: 0.5, Bias: bias, Act: ActReLU2}, {Accumulate: true, OutBF16: make([]BF16, m*n), LdOut: n}} {
+			var outs [2][]float32
+			var outBF [2][]BF16
+			for v, kern := range []Kernel{KernelGeneric, k} {
+				buf := make([]float32, (m-1)*ldc+n+2*guard)
+				for i := range buf {
+					buf[i] = sentinel
+				}
+				c := buf[guard : guard+(m-1)*ldc+n]
+				for i := 0; i < m; i++ {
+					for j := 0; j < n; j++ {
+						c[i*ldc+j] = float32(i-j) / 8
+					}
+				}
+				var e *Epilogue
+				if ep != nil {
+					cp := *ep
+					if cp.OutBF16 != nil {
+						cp.OutBF16 = make([]BF16, m*n)
+					}
+					e = &cp
+				}
+				MatMul(m, a, lda, PackFor(kern, nil, kk, n, b, ldb), c, ldc, e)
+				for i, x := range buf {
+					j := i - guard
+					if (j < 0 || j >= len(c) || j%ldc >= n) && math.Float32bits(x) != math.Float32bits(sentinel) {
+						return fmt.Errorf("%v: M=%d K=%d N=%d epilogue %d: wrote outside C at offset %d", kern, m, kk, n, ei, j)
+					}
+				}
+				outs[v] = c
+				if e != nil {
+					outBF[v] = e.OutBF16
+				}
+			}
+			// Both sums are fp32 over K bf16 products (exact in fp32),
+			// in different orders: they differ by ≤ 2·K·2⁻²⁴·Σ|a·b|,
+			// bounded here by K·2⁻²³·(Σ|a|·|b| per element).
+			for i := 0; i < m; i++ {
+				var amag float64
+				for x := 0; x < kk; x++ {
+					amag = max(amag, math.Abs(float64(a[i*lda+x].Float32())))
+				}
+				for j := 0; j < n; j++ {
+					var bmag float64
+					for x := 0; x < kk; x++ {
+						bmag += math.Abs(float64(b[x*ldb+j].Float32()))
+					}
+					mag := amag*bmag + 1
+					if ep != nil && ep.Act == ActReLU2 {
+						mag *= 2 * (amag*bmag + 4)
+					}
+					tol := float64(kk+8) * 0x1p-23 * mag
+					g, f := float64(outs[0][i*ldc+j]), float64(outs[1][i*ldc+j])
+					if math.Abs(g-f) > tol || math.IsNaN(f) {
+						return fmt.Errorf("%v: M=%d K=%d N=%d epilogue %d: C[%d][%d] = %g, generic %g (tolerance %g)", k, m, kk, n, ei, i, j, f, g, tol)
+					}
+					if outBF[1] != nil && outBF[1][i*n+j] != FromFloat32(outs[1][i*ldc+j]) {
+						return fmt.Errorf("%v: M=%d K=%d N=%d: OutBF16[%d][%d] is not bf16(C)", k, m, kk, n, i, j)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
