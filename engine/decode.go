@@ -53,46 +53,61 @@ func (d *Decoder) Active() int { return len(d.active) }
 // Add prefills req.Prompt except its last token (which the next Step
 // feeds) and adds the document to the batch; it returns the document's id.
 func (d *Decoder) Add(req Request) (int, error) {
+	ids, err := d.AddMany([]Request{req})
+	if err != nil {
+		return 0, err
+	}
+	return ids[0], nil
+}
+
+// AddMany adds several documents at once: their prompts are prefilled
+// packed together (the same results as one by one, with bigger GEMMs).
+// On error nothing is added.
+func (d *Decoder) AddMany(reqs []Request) ([]int, error) {
 	m := d.in.m
-	if len(req.Prompt) == 0 {
-		return 0, fmt.Errorf("decode: empty prompt")
-	}
-	if err := d.in.checkDocs([][]int32{req.Prompt}); err != nil {
-		return 0, fmt.Errorf("decode: %w", err)
-	}
-	if req.Temperature < 0 || req.TopK < 0 || req.TopP < 0 || math.IsNaN(float64(req.Temperature)) {
-		return 0, fmt.Errorf("decode: bad sampling parameters %+v", req.Sampling)
-	}
-	var st *seqState
-	if n := len(d.free); n > 0 {
-		st, d.free = d.free[n-1], d.free[:n-1]
-		st.reset()
-	} else {
-		st = newSeqState(m)
-	}
-	st.id = d.nextID
-	d.nextID++
-	st.req = req
-	stops := req.StopIDs
-	if stops == nil {
-		stops = m.stopIDs
-		if stops == nil {
-			stops = []int32{EosID}
+	for i, req := range reqs {
+		if len(req.Prompt) == 0 {
+			return nil, fmt.Errorf("decode: request %d: empty prompt", i)
+		}
+		if err := d.in.checkDocs([][]int32{req.Prompt}); err != nil {
+			return nil, fmt.Errorf("decode: request %d: %w", i, err)
+		}
+		if req.Temperature < 0 || req.TopK < 0 || req.TopP < 0 || math.IsNaN(float64(req.Temperature)) || math.IsNaN(float64(req.TopP)) {
+			return nil, fmt.Errorf("decode: request %d: bad sampling parameters %+v", i, req.Sampling)
 		}
 	}
-	st.stopSet = map[int32]bool{}
-	for _, s := range stops {
-		st.stopSet[s] = true
+	ids := make([]int, len(reqs))
+	states := make([]*seqState, len(reqs))
+	for i, req := range reqs {
+		var st *seqState
+		if n := len(d.free); n > 0 {
+			st, d.free = d.free[n-1], d.free[:n-1]
+			st.reset()
+		} else {
+			st = newSeqState(m)
+		}
+		st.id = d.nextID
+		d.nextID++
+		st.req = req
+		stops := req.StopIDs
+		if stops == nil {
+			stops = m.stopIDs
+			if stops == nil {
+				stops = []int32{EosID}
+			}
+		}
+		st.stopSet = map[int32]bool{}
+		for _, s := range stops {
+			st.stopSet[s] = true
+		}
+		st.rng = rand.New(rand.NewPCG(req.Seed, 0x6f6e65636f7265))
+		st.pos = len(req.Prompt) - 1
+		st.next = req.Prompt[len(req.Prompt)-1]
+		ids[i], states[i] = st.id, st
 	}
-	st.rng = rand.New(rand.NewPCG(req.Seed, 0x6f6e65636f7265))
-	body := req.Prompt[:len(req.Prompt)-1]
-	if len(body) > 0 {
-		d.in.prefillState(body, st)
-	}
-	st.pos = len(body)
-	st.next = req.Prompt[len(req.Prompt)-1]
-	d.active = append(d.active, st)
-	return st.id, nil
+	d.in.prefillStates(reqs, states)
+	d.active = append(d.active, states...)
+	return ids, nil
 }
 
 // Remove drops document id from the batch (no-op if it is not there).
@@ -321,31 +336,56 @@ func (d *Decoder) routeStep(li int) {
 	in.tock(OpOther, t0)
 }
 
-// prefillState runs doc (in pieces if it is long) and leaves its decode
-// state in st.
-func (in *Instance) prefillState(doc []int32, st *seqState) {
+// prefillStates runs every prompt but its last token and leaves the
+// decode state in states: short prompts packed PassTokens per pass, long
+// ones alone in pieces.
+func (in *Instance) prefillStates(reqs []Request, states []*seqState) {
 	pass := in.PassTokens
 	if pass <= 0 {
 		pass = DefaultPassTokens
 	}
 	align := in.m.Cfg.pieceAlign()
 	pieceLen := max(align, pass/align*align)
-	if len(doc) > pieceLen && in.carry == nil {
-		in.carry = newCarry(&in.m.Cfg)
+	in.pieces, in.export = in.pieces[:0], in.export[:0]
+	tok := 0
+	flush := func() {
+		if len(in.pieces) > 0 {
+			in.setupPieces(in.pieces)
+			in.forward()
+		}
+		in.pieces, in.export, tok = in.pieces[:0], in.export[:0], 0
 	}
-	for off := 0; off < len(doc); off += pieceLen {
-		end := min(off+pieceLen, len(doc))
-		p := piece{toks: doc[off:end], off: off, final: end == len(doc)}
-		if len(doc) > pieceLen {
-			p.carry = in.carry
+	for i, req := range reqs {
+		body := req.Prompt[:len(req.Prompt)-1]
+		if len(body) == 0 || len(body) > pieceLen {
+			continue
 		}
-		in.export = nil
-		if p.final {
-			in.export = []*seqState{st}
+		if tok+len(body) > pass {
+			flush()
 		}
-		in.pieces = append(in.pieces[:0], p)
-		in.setupPieces(in.pieces)
-		in.forward()
+		in.pieces = append(in.pieces, piece{toks: body, final: true})
+		in.export = append(in.export, states[i])
+		tok += len(body)
+	}
+	flush()
+	for i, req := range reqs {
+		body := req.Prompt[:len(req.Prompt)-1]
+		if len(body) <= pieceLen {
+			continue
+		}
+		if in.carry == nil {
+			in.carry = newCarry(&in.m.Cfg)
+		}
+		for off := 0; off < len(body); off += pieceLen {
+			end := min(off+pieceLen, len(body))
+			in.pieces = append(in.pieces[:0], piece{toks: body[off:end], off: off, final: end == len(body), carry: in.carry})
+			in.export = in.export[:0]
+			if end == len(body) {
+				in.export = append(in.export, states[i])
+			}
+			in.setupPieces(in.pieces)
+			in.forward()
+		}
 	}
 	in.export = nil
 }

@@ -57,7 +57,7 @@ func TestPrefillThenDecode(t *testing.T) {
 func TestDecodeBatchInvariance(t *testing.T) {
 	m := testModel(t, nil, 41)
 	V := m.Cfg.VocabSize
-	prompts := randDocs(42, V, 1, 5, 9, 20, 3, 17, 8, 2, 30, 12, 7, 1, 16, 4, 25, 6)
+	prompts := randDocs(42, V, 1, 5, 9, 20, 3, 17, 8, 2, 30, 12, 7, 1, 16, 140, 25, 6)
 	reqs := make([]Request, len(prompts))
 	for i, p := range prompts {
 		reqs[i] = Request{Prompt: p, MaxNew: 6 + i%5, StopIDs: []int32{}, Sampling: Sampling{Temperature: 0.9, TopK: 20 * (i % 3), TopP: []float32{0, 0.9, 0.5}[i%3], Seed: uint64(i)}}
@@ -97,8 +97,16 @@ func TestDecodeBatchInvariance(t *testing.T) {
 			}
 			step()
 			step()
-			for i := len(reqs) / 2; i < len(reqs); i++ {
-				add(i)
+			// The rest joins at once, prefilled packed (AddMany), in
+			// small passes so prompts share passes and the long one is
+			// split into pieces.
+			in.PassTokens = 40
+			got, err := dec.AddMany(reqs[len(reqs)/2:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, id := range got {
+				ids[id] = len(reqs)/2 + k
 			}
 			for dec.Active() > 0 {
 				step()
@@ -128,8 +136,8 @@ func TestDecodeBatchInvariance(t *testing.T) {
 	// forced step on fresh decoders, batch 1 vs batch 16.
 	in1, inB := NewInstance(m), NewInstance(m)
 	d1, dB := in1.NewDecoder(), inB.NewDecoder()
-	for i := range reqs {
-		dB.Add(reqs[i])
+	if _, err := dB.AddMany(reqs); err != nil {
+		t.Fatal(err)
 	}
 	forced := make([]int32, len(reqs))
 	for i, r := range reqs {

@@ -96,3 +96,11 @@ func (st *seqState) putKV(li, W, slot int, k, v []amx.BF16) {
 func (in *Instance) exportLin(st *seqState, li int, state []float32) {
 	copy(st.s[li], state)
 }
+
+// exportFor is the decode state segment si exports to, or nil.
+func (in *Instance) exportFor(si int) *seqState {
+	if si < len(in.export) {
+		return in.export[si]
+	}
+	return nil
+}

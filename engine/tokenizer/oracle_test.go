@@ -198,3 +198,57 @@ func TestAddedTokensParity(t *testing.T) {
 		})
 	}
 }
+
+// TestEncodeOrdinaryParity: EncodeOrdinary must equal the oracle on the
+// same tokenizer with its special tokens removed from added_tokens.
+func TestEncodeOrdinaryParity(t *testing.T) {
+	texts := []string{
+		"a<|endoftext|>b <|begin_of_text|>",
+		"<s>Hello</s> <unk> [CLS] x [SEP]",
+		"<|endoftext|><|endoftext|> end",
+	}
+	var docs []doc
+	for _, s := range texts {
+		docs = append(docs, doc{"ordinary", s})
+	}
+	in, err := writeJSONL(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(in)
+	for _, name := range []string{"gpt2", "llama3", "llama2", "bert"} {
+		t.Run(name, func(t *testing.T) {
+			path := tokenizerFile(t, name)
+			tok, err := Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var f map[string]any
+			if err := json.Unmarshal(b, &f); err != nil {
+				t.Fatal(err)
+			}
+			kept := []any{}
+			for _, a := range f["added_tokens"].([]any) {
+				if !a.(map[string]any)["special"].(bool) {
+					kept = append(kept, a)
+				}
+			}
+			f["added_tokens"] = kept
+			out, _ := json.Marshal(f)
+			plain := filepath.Join(t.TempDir(), "tokenizer.json")
+			if err := os.WriteFile(plain, out, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			want := runOracle(t, plain, in, false)
+			got := make([][]int32, len(docs))
+			for i, d := range docs {
+				got[i] = tok.EncodeOrdinary(d.text)
+			}
+			compareIDs(t, tok, docs, got, want)
+		})
+	}
+}
