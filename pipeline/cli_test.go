@@ -445,3 +445,39 @@ func TestSIGINT(t *testing.T) {
 		t.Fatalf("%d rows, want %d exactly once", len(got), len(docs))
 	}
 }
+
+// TestKubernetesRanks: two ranks of an Indexed Job (JOB_COMPLETION_INDEX
+// with --world 2) split the shards; the union is the input exactly once.
+// Log-line progress (not a terminal) is printed at --log-every.
+func TestKubernetesRanks(t *testing.T) {
+	tmp := t.TempDir()
+	model := filepath.Join(tmp, "model")
+	writeTinyModel(t, model)
+	in := filepath.Join(tmp, "in")
+	docs := genDocs(100, 8)
+	writeShards(t, in, docs, 5)
+	out := filepath.Join(tmp, "out")
+	total := 0
+	for rank := range 2 {
+		stdout, stderr, code := cliRun(t, []string{fmt.Sprintf("JOB_COMPLETION_INDEX=%d", rank)},
+			"score", "--model", model, "--in", in, "--out", out, "--world", "2", "--progress", "log", "--log-every", "20ms")
+		if code != 0 {
+			t.Fatalf("rank %d: exit %d\n%s", rank, code, stderr)
+		}
+		var sum Summary
+		json.Unmarshal([]byte(stdout), &sum)
+		if sum.Rank != rank || sum.World != 2 || sum.ShardsAssigned != []int{3, 2}[rank] {
+			t.Fatalf("rank %d summary %+v", rank, sum)
+		}
+		if !strings.Contains(stderr, "kubernetes indexed job") || !strings.Contains(stderr, "msg=progress") {
+			t.Errorf("rank %d stderr lacks placement or progress lines:\n%s", rank, stderr)
+		}
+		total += sum.ShardsDone
+	}
+	if got := partIDs(t, out, "parquet"); total != 5 || len(got) != len(docs) {
+		t.Fatalf("%d shards, %d rows", total, len(got))
+	}
+	if _, stderr, code := cliRun(t, []string{"JOB_COMPLETION_INDEX=0"}, "score", "--model", model, "--in", in, "--out", out); code != 2 || !strings.Contains(stderr, "--world") {
+		t.Fatalf("no --world: exit %d %s", code, stderr)
+	}
+}
