@@ -31,8 +31,7 @@ func testModelFor(t testing.TB, cfg *Config, seed uint64, kern amx.Kernel) *Mode
 	ts[HeadClsB] = []float32{0.1, -0.2, 0.3}
 	// Give the router a strong bias spread so block 0 is not a near-tie
 	// and the rest of the router input matters.
-	for i, kind := range cfg.Layers {
-		_ = kind
+	for i := range cfg.Layers {
 		if cfg.IsMoE(i) {
 			b := ts[layerName(i, "moe.router.b")]
 			for e := range b {
@@ -128,7 +127,10 @@ func testBatchInvariance(t *testing.T, m *Model) {
 			for i := w; i < len(docs); i += 2 {
 				mine = append(mine, docs[i])
 			}
-			out[w], _ = NewInstance(m).Prefill(mine, allWant)
+			var err error
+			if out[w], err = NewInstance(m).Prefill(mine, allWant); err != nil {
+				t.Error(err)
+			}
 		}(w)
 	}
 	wg.Wait()
