@@ -225,10 +225,14 @@ type convertPlan struct {
 }
 
 // convertItem flows from the reading goroutine to the writing one: a
-// record batch, or the end of a shard.
+// record batch, the end of a shard, or (done) the end of the input. An
+// output is committed only after its shard's end (per-shard parts) or after
+// done (merged file), so an interrupted or failed run leaves nothing half
+// written.
 type convertItem struct {
 	rec      arrow.RecordBatch
 	shardEnd bool
+	done     bool
 	shard    int
 }
 
@@ -294,7 +298,12 @@ func (p *convertPlan) write(items <-chan convertItem) error {
 			return err
 		}
 	}
+	done := false
 	for it := range items {
+		if it.done {
+			done = true
+			continue
+		}
 		if p.outs != nil && w == nil {
 			if err := open(p.outs[it.shard]); err != nil {
 				return err
@@ -315,12 +324,12 @@ func (p *convertPlan) write(items <-chan convertItem) error {
 			}
 		}
 	}
-	if w != nil && p.outs == nil {
+	if done && w != nil && p.outs == nil {
 		err := w.Close()
 		w = nil
 		return err
 	}
-	return nil
+	return nil // anything still open is aborted by the deferred Abort
 }
 
 // read streams every shard into record batches.
@@ -393,6 +402,9 @@ func (p *convertPlan) read(ctx context.Context, items chan<- convertItem, sum *w
 		if !send(it) {
 			return ctx.Err()
 		}
+	}
+	if !send(convertItem{done: true}) {
+		return ctx.Err()
 	}
 	return nil
 }

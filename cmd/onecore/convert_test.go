@@ -315,3 +315,39 @@ func TestConvertMemory(t *testing.T) {
 		t.Fatalf("peak RSS %d MB, want < 300 MB", rss>>20)
 	}
 }
+
+// TestConvertInterrupt: SIGINT mid-run exits 130 and leaves neither the
+// output nor a temporary file.
+func TestConvertInterrupt(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl.zst")
+	genCorpus(t, in, 64<<20)
+	outDir := filepath.Join(dir, "out")
+	os.Mkdir(outDir, 0o755)
+	cmd := exec.Command(testenv.Binary(t), "convert", "--in", in, "--out", filepath.Join(outDir, "x.parquet"))
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if ents, _ := os.ReadDir(outDir); len(ents) > 0 { // the temp file: conversion under way
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("no temporary output appeared")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted {
+		t.Fatalf("exit %v, want %d\n%s", err, exitInterrupted, errb.String())
+	}
+	if ents, _ := os.ReadDir(outDir); len(ents) != 0 {
+		t.Fatalf("interrupted run left %v", ents)
+	}
+}
