@@ -168,6 +168,19 @@ func TestConvertPerShard(t *testing.T) {
 	if got := readIDs(t, filepath.Join(outDir, "sub", "c.jsonl")); len(got) != 3 || got[0] != "c1=délta 😀" {
 		t.Fatalf("sub/c.jsonl: %q", got)
 	}
+	// --jobs converts shards concurrently into the same files
+	jobsDir := filepath.Join(t.TempDir(), "jobs") + "/"
+	stdout2, stderr, code, _ := convertRun(t, "convert", "--in", in, "--out", jobsDir, "--format", "jsonl", "--json", "--jobs", "3")
+	if code != exitPartial || lastLineSummary(t, stdout2) != lastLineSummary(t, stdout) {
+		t.Fatalf("--jobs 3: exit %d, summary %s vs %s\n%s", code, stdout2, stdout, stderr)
+	}
+	for _, f := range files {
+		a, _ := os.ReadFile(filepath.Join(outDir, f))
+		b, _ := os.ReadFile(filepath.Join(jobsDir, f))
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s differs with --jobs 3", f)
+		}
+	}
 	// a clean conversion back to Arrow exits 0 and leaves no temp files
 	arrowOut := filepath.Join(t.TempDir(), "x.arrow")
 	if _, stderr, code, _ := convertRun(t, "convert", "--in", outDir, "--out", arrowOut); code != 0 {
