@@ -2,10 +2,7 @@
 
 package amx
 
-import (
-	"sync"
-	"unsafe"
-)
+import "unsafe"
 
 // The AVX2/FMA kernel: fp32 FMAs on weights widened to fp32 at pack time,
 // in panels of nr2 columns (row-major K×nr2 within a panel, zero-padded
@@ -71,19 +68,6 @@ func packAVX2(dst *Matrix, b []BF16, ldb int, transposed bool) {
 			}
 		}
 	}
-}
-
-// f32Pool holds per-call fp32 scratch (A widened, C when only OutBF16 is
-// wanted, the ragged last panel).
-var f32Pool = sync.Pool{New: func() any { return new([]float32) }}
-
-func getF32(n int) *[]float32 {
-	p := f32Pool.Get().(*[]float32)
-	if cap(*p) < n {
-		*p = make([]float32, n)
-	}
-	*p = (*p)[:n]
-	return p
 }
 
 func matmulAVX2(m int, a []BF16, lda int, b *Matrix, c []float32, ldc int, ep *Epilogue) {

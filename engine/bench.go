@@ -15,6 +15,7 @@ type BenchOptions struct {
 	PromptLen   int   // prompt length before decoding
 	MinDuration time.Duration
 	Seed        uint64
+	PassTokens  int // tokens per prefill pass (0: DefaultPassTokens)
 }
 
 // BenchResult is what `onecore bench engine` reports.
@@ -60,12 +61,16 @@ func Bench(m *Model, o BenchOptions) BenchResult {
 	docs := randDocs(o.Seed+1, V, lens...)
 	res := BenchResult{Kernel: m.Kernel.String(), Tokens: o.Tokens, DecodeTokS: map[string]float64{}, DecodeProfile: map[int]string{}}
 	in := NewInstance(m)
+	if o.PassTokens <= 0 {
+		o.PassTokens = DefaultPassTokens
+	}
+	in.PassTokens = o.PassTokens
 
 	// Body: every layer and the final norm, no readout.
 	body := func() {
 		for i := 0; i < len(docs); {
 			j, tok := i, 0
-			for j < len(docs) && (j == i || tok+len(docs[j]) <= DefaultPassTokens) {
+			for j < len(docs) && (j == i || tok+len(docs[j]) <= o.PassTokens) {
 				tok += len(docs[j])
 				j++
 			}
@@ -78,7 +83,7 @@ func Bench(m *Model, o BenchOptions) BenchResult {
 	withReadout := func() {
 		for i := 0; i < len(docs); {
 			j, tok := i, 0
-			for j < len(docs) && (j == i || tok+len(docs[j]) <= DefaultPassTokens) {
+			for j < len(docs) && (j == i || tok+len(docs[j]) <= o.PassTokens) {
 				tok += len(docs[j])
 				j++
 			}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/onecore-dev/onecore/amx"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -11,6 +12,12 @@ import (
 // testModel builds a model of smallConfig (or cfg) with random weights and
 // a classifier head.
 func testModel(t testing.TB, cfg *Config, seed uint64) *Model {
+	t.Helper()
+	return testModelFor(t, cfg, seed, amx.Selected())
+}
+
+// testModelFor is testModel packed for kernel kern.
+func testModelFor(t testing.TB, cfg *Config, seed uint64, kern amx.Kernel) *Model {
 	t.Helper()
 	if cfg == nil {
 		cfg = smallConfig()
@@ -45,7 +52,7 @@ func testModel(t testing.TB, cfg *Config, seed uint64) *Model {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := NewModel(ck)
+	m, err := NewModelFor(ck, kern)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,10 +81,15 @@ func sameResult(t *testing.T, what string, a, b Result) {
 }
 
 // TestBatchInvariance: a document's outputs are bit-identical alone, packed
-// with others in any order and position, with any pass size, on two
-// instances at once.
+// with others in any order and position, with any pass size (long documents
+// split in pieces), on two instances at once — with every kernel this CPU has.
 func TestBatchInvariance(t *testing.T) {
-	m := testModel(t, nil, 1)
+	for _, kern := range amx.Available() {
+		t.Run(kern.String(), func(t *testing.T) { testBatchInvariance(t, testModelFor(t, nil, 1, kern)) })
+	}
+}
+
+func testBatchInvariance(t *testing.T, m *Model) {
 	// Lengths cross SWA chunks (8), route blocks (8) and linear chunks (64).
 	docs := randDocs(2, m.Cfg.VocabSize, 150, 1, 9, 64, 65, 17, 130, 2)
 	alone := make([]Result, len(docs))

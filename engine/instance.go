@@ -40,10 +40,11 @@ type Instance struct {
 	hid  []amx.BF16 // MLP hidden [n×d_ff]
 
 	// attention scratch
-	stage  []amx.BF16
-	scores []float32
-	probs  []amx.BF16
-	kt, vp *amx.Matrix
+	swaTmp                   []float32
+	prevK, prevV, curK, curV []*amx.Matrix
+	scores                   []float32
+	probs                    []amx.BF16
+	kt, vp                   *amx.Matrix
 	// linear attention scratch
 	lkt      []amx.BF16
 	la, decW []float32

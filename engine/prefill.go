@@ -51,9 +51,10 @@ type Result struct {
 // over, small enough that the pass's activations stay in L2.
 const DefaultPassTokens = 1024
 
-// Prefill runs the model over docs (each a document starting with <bos>,
-// or a document start by convention) and returns what want asks for, per
-// document. Documents are packed several per pass; a document longer than
+// Prefill runs the model over docs and returns what want asks for, per
+// document. Each docs[i] is one document (normally starting with <bos>; its
+// first token is position 0 whatever it is); a <bos> inside it is an
+// ordinary token — split packed streams with SplitDocs first. Documents are packed several per pass; a document longer than
 // a pass is processed in pieces that carry its state, so memory stays
 // bounded. A document's results are bit-identical however it is packed,
 // ordered, split or spread over instances.

@@ -30,8 +30,12 @@ func dot[T Float](a, b []T) T {
 	return s
 }
 
-// scale does x *= alpha.
+// scale does x *= alpha (float32: as x += (alpha−1)·x on the SIMD axpy).
 func scale[T Float](alpha T, x []T) {
+	if xs, ok := any(x).([]float32); ok {
+		amx.Axpy(float32(alpha)-1, xs, xs)
+		return
+	}
 	for i := range x {
 		x[i] *= alpha
 	}

@@ -26,7 +26,7 @@ type benchOpts struct {
 func (o *benchOpts) flags(c *cobra.Command) {
 	c.Flags().StringVar(&o.kernel, "kernel", "", "kernel to time: amx, avx512bf16, avx2 or generic (default: ONECORE_KERNEL, else the best available)")
 	c.Flags().BoolVar(&o.json, "json", false, "print one JSON object per line")
-	c.Flags().IntVar(&o.cpu, "cpu", -1, "CPU to pin to (default: the first this process may run on)")
+	c.Flags().IntVar(&o.cpu, "cpu", -1, "CPU to pin to (default: the highest-numbered one this process may run on)")
 	c.Flags().DurationVar(&o.runtime, "time", 700*time.Millisecond, "measuring time (best of 7 rounds is reported)")
 	c.Flags().BoolVar(&o.wall, "wall", false, "time with the wall clock instead of the thread's CPU clock")
 }
@@ -77,10 +77,11 @@ func pin(cpu int) (int, error) {
 		if err := unix.SchedGetaffinity(0, &set); err != nil {
 			return -1, fmt.Errorf("sched_getaffinity: %w", err)
 		}
+		// The highest allowed CPU: CPU 0 usually takes more interrupts
+		// and housekeeping.
 		for i := 0; i < 1024; i++ {
 			if set.IsSet(i) {
 				cpu = i
-				break
 			}
 		}
 	}

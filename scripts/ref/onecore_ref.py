@@ -546,11 +546,17 @@ def read_ids(path):
     return ids
 
 
+def _finite(x):
+    """JSON has no infinity: clamp to 1e30 (an unbounded margin or factor)."""
+    return min(float(x), 1e30)
+
+
 def write_margins(path, ids, report, amp):
+    blocks = [dict(r, margin=_finite(r["margin"])) for r in report]
     with open(path, "w") as f:
-        json.dump({"margin_min": MARGIN_MIN, "blocks": report,
+        json.dump({"margin_min": MARGIN_MIN, "blocks": blocks,
                    "stable": stable_positions(ids, report),
-                   "lin_amplification": [round(float(x), 3) for x in amp]}, f)
+                   "lin_amplification": [round(_finite(x), 3) for x in amp]}, f, allow_nan=False)
 
 
 def cmd_init(a):
