@@ -168,6 +168,19 @@ func TestConvertPerShard(t *testing.T) {
 	if got := readIDs(t, filepath.Join(outDir, "sub", "c.jsonl")); len(got) != 3 || got[0] != "c1=délta 😀" {
 		t.Fatalf("sub/c.jsonl: %q", got)
 	}
+	// --jobs converts shards concurrently into the same files
+	jobsDir := filepath.Join(t.TempDir(), "jobs") + "/"
+	stdout2, stderr, code, _ := convertRun(t, "convert", "--in", in, "--out", jobsDir, "--format", "jsonl", "--json", "--jobs", "3")
+	if code != exitPartial || lastLineSummary(t, stdout2) != lastLineSummary(t, stdout) {
+		t.Fatalf("--jobs 3: exit %d, summary %s vs %s\n%s", code, stdout2, stdout, stderr)
+	}
+	for _, f := range files {
+		a, _ := os.ReadFile(filepath.Join(outDir, f))
+		b, _ := os.ReadFile(filepath.Join(jobsDir, f))
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s differs with --jobs 3", f)
+		}
+	}
 	// a clean conversion back to Arrow exits 0 and leaves no temp files
 	arrowOut := filepath.Join(t.TempDir(), "x.arrow")
 	if _, stderr, code, _ := convertRun(t, "convert", "--in", outDir, "--out", arrowOut); code != 0 {
@@ -313,5 +326,41 @@ func TestConvertMemory(t *testing.T) {
 	}
 	if rss <= 0 || rss >= 300<<20 {
 		t.Fatalf("peak RSS %d MB, want < 300 MB", rss>>20)
+	}
+}
+
+// TestConvertInterrupt: SIGINT mid-run exits 130 and leaves neither the
+// output nor a temporary file.
+func TestConvertInterrupt(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl.zst")
+	genCorpus(t, in, 64<<20)
+	outDir := filepath.Join(dir, "out")
+	os.Mkdir(outDir, 0o755)
+	cmd := exec.Command(testenv.Binary(t), "convert", "--in", in, "--out", filepath.Join(outDir, "x.parquet"))
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if ents, _ := os.ReadDir(outDir); len(ents) > 0 { // the temp file: conversion under way
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("no temporary output appeared")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted {
+		t.Fatalf("exit %v, want %d\n%s", err, exitInterrupted, errb.String())
+	}
+	if ents, _ := os.ReadDir(outDir); len(ents) != 0 {
+		t.Fatalf("interrupted run left %v", ents)
 	}
 }
