@@ -3,7 +3,6 @@ package train
 import (
 	"math"
 	"math/rand/v2"
-	"syscall"
 	"testing"
 )
 
@@ -59,11 +58,4 @@ func BenchmarkTrainStepMoE(b *testing.B) {
 	c := DefaultConfig()
 	c.MoELayers = []int{0, 3, 5}
 	benchStep(b, &c, 4, 1024)
-}
-
-// cpuSeconds is the process's user+system CPU time.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
