@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"unicode/utf8"
 	"unsafe"
 
@@ -55,6 +56,10 @@ func openJSONL(shard Shard, opts Options) (*jsonlSource, error) {
 	switch shard.Format {
 	case FormatJSONLGzip:
 		zr, err := gzip.NewReader(bufio.NewReaderSize(f, 256<<10))
+		if err == io.EOF { // an empty file: no rows
+			s.br = bufio.NewReader(strings.NewReader(""))
+			return s.withSlots(), nil
+		}
 		if err != nil {
 			f.Close()
 			return nil, &FileError{File: shard.Path, Err: fmt.Errorf("gzip: %w", err)}
@@ -69,6 +74,12 @@ func openJSONL(shard Shard, opts Options) (*jsonlSource, error) {
 		r, s.dec = zr, zstdCloser{zr}
 	}
 	s.br = bufio.NewReaderSize(r, jsonlBufSize)
+	return s.withSlots(), nil
+}
+
+// withSlots assigns the span slots of the wanted fields.
+func (s *jsonlSource) withSlots() *jsonlSource {
+	opts := s.opts
 	// Slots: text, id, then keep fields. A keep field equal to text or id
 	// gets its own slot only if distinct, so it shares theirs otherwise.
 	s.slots = map[string]int{opts.TextField: slotText}
@@ -81,8 +92,10 @@ func openJSONL(shard Shard, opts Options) (*jsonlSource, error) {
 			s.slots[k] = slotKeep + i
 		}
 	}
-	return s, nil
+	return s
 }
+
+var utf8BOM = []byte("\uFEFF")
 
 type zstdCloser struct{ d *zstd.Decoder }
 
@@ -172,6 +185,9 @@ func (s *jsonlSource) next(doc *Document) error {
 			return &FileError{File: s.path, Row: row, Err: fmt.Errorf("reading line %d: %w", row+1, err)}
 		}
 		s.line++
+		if row == 0 {
+			line = bytes.TrimPrefix(line, utf8BOM) // written by some Windows tools
+		}
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue // blank lines are not rows
 		}

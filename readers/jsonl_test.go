@@ -190,6 +190,21 @@ func TestJSONLHugeAndOverLimit(t *testing.T) {
 	}
 }
 
+func TestJSONLEmptyAndBOM(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"e.jsonl", "e.jsonl.gz", "e.jsonl.zst"} {
+		path := filepath.Join(dir, name)
+		os.WriteFile(path, nil, 0o644) // zero bytes, not even a compression header
+		if rows, err := readAll(t, path, Options{}); err != nil || len(rows) != 0 {
+			t.Errorf("%s: %d rows, %v", name, len(rows), err)
+		}
+	}
+	path := writeShard(t, dir, "bom.jsonl", []byte("\uFEFF{\"text\":\"a\"}\n{\"text\":\"b\"}\n"))
+	if rows, err := readAll(t, path, Options{}); err != nil || len(rows) != 2 || rows[0].doc.Text != "a" {
+		t.Errorf("BOM: %+v %v", rows, err)
+	}
+}
+
 func TestJSONLSmallLimit(t *testing.T) {
 	path := writeShard(t, t.TempDir(), "s.jsonl", []byte(`{"text":"short"}`+"\n"+`{"text":"`+strings.Repeat("y", 100)+`"}`+"\n"+`{"text":"ok"}`+"\n"))
 	rows, err := readAll(t, path, Options{MaxDocBytes: 50})

@@ -116,6 +116,9 @@ func runConvert(cmd *cobra.Command, args []string) error {
 	default:
 		return usageError{fmt.Errorf("--utf8 %q: want reject or repair", fl.utf8)}
 	}
+	if fl.jobs < 1 {
+		return usageError{fmt.Errorf("--jobs %d: want at least 1", fl.jobs)}
+	}
 	if _, err := writers.DocSchema(fl.keep); err != nil {
 		return usageError{fmt.Errorf("--keep: %w", err)}
 	}
@@ -139,17 +142,20 @@ func runConvert(cmd *cobra.Command, args []string) error {
 		if format == writers.FormatUnknown {
 			format = writers.Parquet
 		}
-		if err := os.MkdirAll(fl.out, 0o755); err != nil {
-			return err
-		}
 		seen := map[string]string{}
 		for _, sh := range shards {
 			p := filepath.Join(fl.out, stripShardExt(sh.Rel)+format.Ext())
 			if prev, dup := seen[p]; dup {
 				return usageError{fmt.Errorf("inputs %s and %s would both be written to %s", prev, sh.Path, p)}
 			}
+			if filepath.Clean(p) == sh.Path {
+				return usageError{fmt.Errorf("output %s would replace its own input", p)}
+			}
 			seen[p] = sh.Path
 			plan.outs = append(plan.outs, p)
+		}
+		if err := os.MkdirAll(fl.out, 0o755); err != nil {
+			return err
 		}
 	} else {
 		if format == writers.FormatUnknown {
@@ -167,9 +173,6 @@ func runConvert(cmd *cobra.Command, args []string) error {
 		}
 	}
 	plan.rejects = rej
-	if fl.jobs < 1 {
-		return usageError{fmt.Errorf("--jobs %d: want at least 1", fl.jobs)}
-	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// A soft limit keeps the heap (a row group being compressed plus a
 		// few batches) from doubling before the collector runs.

@@ -236,6 +236,8 @@ func TestConvertUsageErrors(t *testing.T) {
 		{"convert", "--in", in, "--out", filepath.Join(dir, "x.parquet"), "--format", "xml"},
 		{"convert", "--in", filepath.Join(dir, "nothing*.jsonl"), "--out", filepath.Join(dir, "x.parquet")},
 		{"convert", "--in", in, "--out", filepath.Join(dir, "x.parquet"), "--utf8", "ignore"},
+		{"convert", "--in", in, "--out", filepath.Join(dir, "parts") + "/", "--jobs", "0"},
+		{"convert", "--in", in, "--out", in, "--format", "jsonl"}, // a.jsonl would replace itself
 	} {
 		_, stderr, code, _ := convertRun(t, args...)
 		if code != exitUsage {
