@@ -56,28 +56,29 @@ func tdpbf16ps(c, a, b *tile) {
 // instruction done in Go.
 func amxTilesModel(p *amxArgs) {
 	var tc [4]tile
+	// Addresses are formed only when used (checkptr rejects pointers past
+	// an allocation, which the assembly's loop increments would make).
 	for rb := 0; rb < p.blocks; rb++ {
 		aBase := unsafe.Add(p.a, uintptr(rb)*32*p.lda)
 		out := unsafe.Add(p.out, uintptr(rb)*32*p.ldo)
-		bSub := p.b
 		for s := 0; s < p.nsub; s++ {
 			tc = [4]tile{}
-			a0, a1, bp := aBase, unsafe.Add(aBase, 16*p.lda), bSub
+			bSub := uintptr(s) * uintptr(p.kt) * 2048
 			for kt := 0; kt < p.kt; kt++ {
-				ta0, ta1 := tileLoad(a0, p.lda), tileLoad(a1, p.lda)
-				tb0, tb1 := tileLoad(bp, 64), tileLoad(unsafe.Add(bp, 1024), 64)
+				ta0 := tileLoad(unsafe.Add(aBase, kt*64), p.lda)
+				ta1 := tileLoad(unsafe.Add(aBase, 16*p.lda+uintptr(kt)*64), p.lda)
+				tb0 := tileLoad(unsafe.Add(p.b, bSub+uintptr(kt)*2048), 64)
+				tb1 := tileLoad(unsafe.Add(p.b, bSub+uintptr(kt)*2048+1024), 64)
 				tdpbf16ps(&tc[0], &ta0, &tb0)
 				tdpbf16ps(&tc[1], &ta0, &tb1)
 				tdpbf16ps(&tc[2], &ta1, &tb0)
 				tdpbf16ps(&tc[3], &ta1, &tb1)
-				a0, a1, bp = unsafe.Add(a0, 64), unsafe.Add(a1, 64), unsafe.Add(bp, 2048)
 			}
 			o := unsafe.Add(out, uintptr(s)*128)
 			tileStore(o, p.ldo, &tc[0])
 			tileStore(unsafe.Add(o, 64), p.ldo, &tc[1])
 			tileStore(unsafe.Add(o, 16*p.ldo), p.ldo, &tc[2])
 			tileStore(unsafe.Add(o, 16*p.ldo+64), p.ldo, &tc[3])
-			bSub = unsafe.Add(bSub, uintptr(p.kt)*2048)
 		}
 	}
 }

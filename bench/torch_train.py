@@ -70,7 +70,9 @@ def main():
         h = fast.body(cfg, P, ids, tabs)[:, :-1].reshape(-1, cfg["d_model"])
         tgt = ids[:, 1:].reshape(-1)
         if a.full_softmax:
-            loss = F.cross_entropy((h @ P["emb"].T).float(), tgt)
+            # bf16 logits straight into the loss: torch 1.13 widens bf16 to
+            # fp32 with a slow scalar loop; its log_softmax accumulates in fp32.
+            loss = F.cross_entropy(h @ P["emb"].T, tgt)
         else:
             neg = torch.multinomial(q, a.negatives, replacement=True, generator=g)
             pos = (h * P["emb"][tgt]).sum(-1, keepdim=True).float() - logq[tgt, None]

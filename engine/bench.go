@@ -15,6 +15,7 @@ type BenchOptions struct {
 	PromptLen   int   // prompt length before decoding
 	MinDuration time.Duration
 	Seed        uint64
+	PassTokens  int // tokens per prefill pass (0: DefaultPassTokens)
 }
 
 // BenchResult is what `onecore bench engine` reports.
@@ -29,9 +30,12 @@ type BenchResult struct {
 	ReadoutBreakdown   map[string]float64 `json:"prefill_readout_breakdown"`
 	DecodeBreakdown    map[string]float64 `json:"decode_breakdown"` // at the largest batch
 	PrefillGEMMGFlops  float64            `json:"prefill_gemm_gflop_s"`
-	PrefillProfile     string             `json:"-"`
-	ReadoutProfile     string             `json:"-"`
-	DecodeProfile      map[int]string     `json:"-"`
+	// ExpertLoadMaxOverMean is, per MoE layer, the most-loaded expert's
+	// token count over the mean (1 = perfectly balanced), from the prefill.
+	ExpertLoadMaxOverMean map[string]float64 `json:"expert_load_max_over_mean,omitempty"`
+	PrefillProfile        string             `json:"-"`
+	ReadoutProfile        string             `json:"-"`
+	DecodeProfile         map[int]string     `json:"-"`
 }
 
 // Bench measures prefill (body only, and with the full readout) and decode
@@ -60,12 +64,16 @@ func Bench(m *Model, o BenchOptions) BenchResult {
 	docs := randDocs(o.Seed+1, V, lens...)
 	res := BenchResult{Kernel: m.Kernel.String(), Tokens: o.Tokens, DecodeTokS: map[string]float64{}, DecodeProfile: map[int]string{}}
 	in := NewInstance(m)
+	if o.PassTokens <= 0 {
+		o.PassTokens = DefaultPassTokens
+	}
+	in.PassTokens = o.PassTokens
 
 	// Body: every layer and the final norm, no readout.
 	body := func() {
 		for i := 0; i < len(docs); {
 			j, tok := i, 0
-			for j < len(docs) && (j == i || tok+len(docs[j]) <= DefaultPassTokens) {
+			for j < len(docs) && (j == i || tok+len(docs[j]) <= o.PassTokens) {
 				tok += len(docs[j])
 				j++
 			}
@@ -78,7 +86,7 @@ func Bench(m *Model, o BenchOptions) BenchResult {
 	withReadout := func() {
 		for i := 0; i < len(docs); {
 			j, tok := i, 0
-			for j < len(docs) && (j == i || tok+len(docs[j]) <= DefaultPassTokens) {
+			for j < len(docs) && (j == i || tok+len(docs[j]) <= o.PassTokens) {
 				tok += len(docs[j])
 				j++
 			}
@@ -115,6 +123,23 @@ func Bench(m *Model, o BenchOptions) BenchResult {
 	}
 	res.PrefillReadoutTokS, _, p = measure(withReadout)
 	res.ReadoutBreakdown, res.ReadoutProfile = p.Shares(), p.String()
+
+	for li, load := range in.Load {
+		if load == nil {
+			continue
+		}
+		var sum, mx int64
+		for _, c := range load {
+			sum += c
+			mx = max(mx, c)
+		}
+		if sum > 0 {
+			if res.ExpertLoadMaxOverMean == nil {
+				res.ExpertLoadMaxOverMean = map[string]float64{}
+			}
+			res.ExpertLoadMaxOverMean[itoa(li)] = float64(mx) * float64(len(load)) / float64(sum)
+		}
+	}
 
 	rng := rand.New(rand.NewPCG(o.Seed, 3))
 	for _, B := range o.DecodeBatch {

@@ -37,10 +37,7 @@ func (in *Instance) linPrefill(li int, lw *layerWeights) {
 	qscale := float32(1 / math.Sqrt(float64(ds)))
 	kern := in.m.Kernel
 	for si, s := range in.segs {
-		var exp *seqState
-		if in.export != nil {
-			exp = in.export[si]
-		}
+		exp := in.exportFor(si)
 		cont := !s.final && s.carry != nil // a later piece needs the final state
 		if s.off > 0 {
 			copy(in.state[:H*ds*hd], s.carry.s[li])

@@ -100,8 +100,8 @@ func (in *Instance) swaPrefill(li int, lw *layerWeights) {
 				copy(s.carry.v[li][i*sd:(i+1)*sd], in.prjb[r*P+2*sd:r*P+3*sd])
 			}
 		}
-		if in.export != nil && in.export[si] != nil {
-			in.exportSWA(in.export[si], li, s)
+		if in.exportFor(si) != nil {
+			in.exportSWA(in.exportFor(si), li, s)
 		}
 	}
 	in.tock(OpAttention, t0)

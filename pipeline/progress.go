@@ -52,6 +52,8 @@ func (r *runner) startProgress() func() {
 			for {
 				select {
 				case <-stop:
+					d, k := rates()
+					bar.Describe(fmt.Sprintf("%d docs %.0f docs/s %.0f tok/s %d rejected", r.st.rowsOut.Load(), d, k, r.st.rejected.Load()))
 					bar.Set64(r.progressBytes())
 					bar.Finish()
 					fmt.Fprintln(r.cfg.Progress)

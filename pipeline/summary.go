@@ -64,6 +64,9 @@ func (s *Summary) finish(wall time.Duration, st *stats) {
 	s.RowsIn, s.RowsOut, s.Rejected = st.rowsIn.Load(), st.rowsOut.Load(), st.rejected.Load()
 	s.Files, s.BadFiles, s.Tokens = st.files.Load(), st.badFiles.Load(), st.tokens.Load()
 	s.ShardsDone = int(st.shardsDone.Load())
+	s.ShardsLocked = int(st.locked.Load())
+	s.ShardsAlreadyDone += int(st.doneMeanwhile.Load())
+	s.ShardsToDo -= s.ShardsLocked + int(st.doneMeanwhile.Load())
 	s.WallS = wall.Seconds()
 	if s.WallS > 0 {
 		s.TokPerS = float64(s.Tokens) / s.WallS

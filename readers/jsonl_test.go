@@ -190,6 +190,17 @@ func TestJSONLHugeAndOverLimit(t *testing.T) {
 	}
 }
 
+func TestJSONLSmallLimit(t *testing.T) {
+	path := writeShard(t, t.TempDir(), "s.jsonl", []byte(`{"text":"short"}`+"\n"+`{"text":"`+strings.Repeat("y", 100)+`"}`+"\n"+`{"text":"ok"}`+"\n"))
+	rows, err := readAll(t, path, Options{MaxDocBytes: 50})
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("%d rows, %v", len(rows), err)
+	}
+	if rows[0].doc.Text != "short" || rows[2].doc.Text != "ok" || rows[1].rej == nil || rows[1].rej.Row != 1 || !strings.Contains(rows[1].rej.Reason, "111 bytes, over the limit of 50") {
+		t.Fatalf("got %+v", rows)
+	}
+}
+
 func TestJSONLInvalidUTF8(t *testing.T) {
 	content := "{\"id\":\"a\",\"text\":\"bad \xff\xfe byte\",\"k\":\"ok\"}\n{\"id\":\"b\",\"text\":\"fine\",\"k\":\"bad \xc3\"}\n{\"id\":\"c\",\"text\":\"good\"}\n"
 	path := writeShard(t, t.TempDir(), "u.jsonl", []byte(content))

@@ -178,6 +178,7 @@ func (s *parquetSource) next(doc *Document) (err error) {
 		rg := rgs[s.rg]
 		chunks := rg.ColumnChunks()
 		for _, lc := range s.cursors {
+			lc.release()
 			if lc.pages != nil {
 				lc.pages.Close()
 			}
@@ -289,8 +290,7 @@ func (s *parquetSource) utf8(b []byte, field string) (string, error) {
 		return string(toValidUTF8(b)), nil
 	}
 	if s.opts.Borrow {
-		// page buffers are never recycled (pages are not Released), so
-		// this stays valid even past the next row
+		// valid until the page is released, after this row
 		return unsafe.String(unsafe.SliceData(b), len(b)), nil
 	}
 	return string(b), nil
@@ -497,6 +497,7 @@ type leafCursor struct {
 	col   *parquet.Column
 	index int
 	pages parquet.Pages
+	page  parquet.Page // current page, released when done (flat columns)
 	vr    parquet.ValueReader
 	buf   []parquet.Value
 	i     int
@@ -517,6 +518,7 @@ func (c *leafCursor) fill() error {
 			}
 			c.vr = nil
 		}
+		c.release()
 		p, err := c.pages.ReadPage()
 		if err == io.EOF {
 			return fmt.Errorf("column %q: ran out of values before the row group's row count", c.col.Name())
@@ -524,9 +526,21 @@ func (c *leafCursor) fill() error {
 		if err != nil {
 			return fmt.Errorf("column %q: %w", c.col.Name(), err)
 		}
-		c.vr = p.Values()
+		c.page, c.vr = p, p.Values()
 	}
 	return nil
+}
+
+// release hands the current page's buffers back to parquet-go for reuse by
+// the next page, which saves allocating and zeroing a buffer per page. Only
+// for flat columns: their values of earlier rows have all been consumed
+// (Options.Borrow strings are valid only until the next Next call), while a
+// repeated column's row can span two pages.
+func (c *leafCursor) release() {
+	if c.page != nil && c.col.MaxRepetitionLevel() == 0 {
+		parquet.Release(c.page)
+	}
+	c.page = nil
 }
 
 // nextRow returns the values of the next row: one value for a flat column,

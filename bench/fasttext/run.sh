@@ -48,5 +48,5 @@ for s in "${settings[@]}"; do
   dps=$(echo "$n_speed / ($total_s - $load_s)" | bc)
   dps_incl=$(echo "$n_speed / $total_s" | bc)
   size=$(stat -c %s "$work/$name.bin")
-  echo "{\"setting\":\"$name\",\"flags\":\"$flags\",\"train_s\":$train_s,\"model_bytes\":$size,\"predict_docs\":$n_speed,\"load_s\":$load_s,\"predict_s\":$total_s,\"docs_per_s_per_core\":$dps,\"docs_per_s_incl_load\":$dps_incl,\"metrics\":$m}" | tee -a "$work/results.jsonl"
+  echo "{\"setting\":\"$name\",\"flags\":\"$flags\",\"train_s\":$(printf %.1f $train_s),\"model_bytes\":$size,\"predict_docs\":$n_speed,\"load_s\":$(printf %.3f $load_s),\"predict_s\":$(printf %.3f $total_s),\"docs_per_s_per_core\":$dps,\"docs_per_s_incl_load\":$dps_incl,\"metrics\":$m}" | tee -a "$work/results.jsonl"
 done

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -46,6 +47,7 @@ type extractFlags struct {
 	rank, world                     int
 	force, noPin                    bool
 	progress                        string
+	logEvery                        time.Duration
 	summary                         string
 }
 
@@ -147,6 +149,7 @@ func newExtractCmd(use string, task jobs.Task, short string) *cobra.Command {
 	f.BoolVar(&fl.force, "force", false, "recompute into an output written by another job or model")
 	f.BoolVar(&fl.noPin, "no-pin", false, "do not pin engine workers to cores")
 	f.StringVar(&fl.progress, "progress", "auto", "auto (bar on a terminal, else log lines), bar, log or none")
+	f.DurationVar(&fl.logEvery, "log-every", 10*time.Second, "period of the progress log lines (--progress log)")
 	f.StringVar(&fl.summary, "summary", "", "also write the JSON summary to this file")
 	return cmd
 }
@@ -261,7 +264,7 @@ func runExtract(cmd *cobra.Command, fl *extractFlags) error {
 		ModelPath: dir, ModelID: modelID, Create: pipeline.CreateWriter,
 		Out: job.Out, Format: fl.format, Placement: place,
 		Workers: fl.workers, TokWorkers: fl.tokWorkers, PackTok: fl.packTokens,
-		Pin: !fl.noPin, Force: fl.force, Log: log,
+		Pin: !fl.noPin, Force: fl.force, Log: log, LogEvery: fl.logEvery,
 	}
 	switch fl.progress {
 	case "auto":

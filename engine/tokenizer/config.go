@@ -525,6 +525,7 @@ func parseModel(raw json.RawMessage) (*parsedModel, error) {
 		}
 		b.fuseUnk, b.byteFallback, b.ignoreMerges = mj.FuseUnk, mj.ByteFallback, mj.IgnoreMerges
 		b.prefix, b.suffix = deref(mj.ContinuingSubwordPrefix), deref(mj.EndOfWordSuffix)
+		b.initMetaSplit()
 		return &parsedModel{m: b, vocab: vocab, bpe: b}, nil
 	case "WordPiece":
 		w := &wordPieceModel{vocab: vocab, prefix: "##", maxChars: 100, cache: newWordCache()}

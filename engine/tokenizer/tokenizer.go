@@ -12,6 +12,7 @@
 package tokenizer
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"runtime"
@@ -32,21 +33,22 @@ type scratch struct {
 	pieces []string
 	spans  []span
 	spans2 []span
+	l1     [l1Size]*cacheEntry // see wordCache
 }
 
 // Tokenizer encodes and decodes text. It is safe for concurrent use.
 type Tokenizer struct {
-	vocab     map[string]int32 // model vocabulary plus added tokens
-	tokens    []string         // id → token ("" for unused ids)
-	special   []bool           // id → special added token
-	rawAdded  *addedMatcher    // added tokens matched on raw text
-	normAdded *addedMatcher    // added tokens matched after normalization
-	norm      normalizer
-	pre       preTokenizer
-	model     model
-	post      postProcessor
-	dec       decoder
-	pool      sync.Pool
+	vocab    map[string]int32 // model vocabulary plus added tokens
+	tokens   []string         // id → token ("" for unused ids)
+	special  []bool           // id → special added token
+	added    addedSet         // all added tokens
+	ordinary addedSet         // the added tokens that are not special
+	norm     normalizer
+	pre      preTokenizer
+	model    model
+	post     postProcessor
+	dec      decoder
+	pool     sync.Pool
 }
 
 // Load reads a Hugging Face tokenizer.json file.
@@ -65,7 +67,7 @@ func Load(path string) (*Tokenizer, error) {
 // Parse reads the contents of a Hugging Face tokenizer.json.
 func Parse(data []byte) (*Tokenizer, error) {
 	var f fileJSON
-	if err := jsonUnmarshal(data, &f); err != nil {
+	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, fmt.Errorf("tokenizer.json: %v", err)
 	}
 	pm, err := parseModel(f.Model)
@@ -137,7 +139,16 @@ func Parse(data []byte) (*Tokenizer, error) {
 			raw = append(raw, m)
 		}
 	}
-	t.rawAdded, t.normAdded = newAddedMatcher(raw), newAddedMatcher(normd)
+	t.added = addedSet{newAddedMatcher(raw), newAddedMatcher(normd)}
+	notSpecial := func(toks []addedToken) (out []addedToken) {
+		for _, a := range toks {
+			if !a.Special {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	t.ordinary = addedSet{newAddedMatcher(notSpecial(raw)), newAddedMatcher(notSpecial(normd))}
 	n := 0
 	for _, id := range t.vocab {
 		n = max(n, int(id)+1)
@@ -209,30 +220,48 @@ func (t *Tokenizer) IsSpecial(id int32) bool {
 // recognized either way.
 func (t *Tokenizer) Encode(text string, addSpecial bool) []int32 {
 	sc := t.pool.Get().(*scratch)
-	ids := t.encodeWith(text, addSpecial, sc)
+	ids := t.encodeWith(text, addSpecial, &t.added, sc)
 	t.pool.Put(sc)
 	return ids
 }
 
-func (t *Tokenizer) encodeWith(text string, addSpecial bool, sc *scratch) []int32 {
-	ids := t.encode(make([]int32, 0, len(text)/4+4), text, sc)
+// EncodeOrdinary encodes text with special tokens written in it treated as
+// ordinary text ("<|endoftext|>" becomes the tokens of those characters),
+// like Hugging Face with encode_special_tokens=True: no document can fake
+// a special token. Non-special added tokens are still recognized; no
+// post-processing.
+func (t *Tokenizer) EncodeOrdinary(text string) []int32 {
+	sc := t.pool.Get().(*scratch)
+	ids := t.encodeWith(text, false, &t.ordinary, sc)
+	t.pool.Put(sc)
+	return ids
+}
+
+// addedSet holds the added-token matchers of one encoding mode.
+type addedSet struct {
+	raw  *addedMatcher // matched on raw text
+	norm *addedMatcher // matched after normalization
+}
+
+func (t *Tokenizer) encodeWith(text string, addSpecial bool, a *addedSet, sc *scratch) []int32 {
+	ids := t.encode(make([]int32, 0, len(text)/4+4), text, a, sc)
 	if addSpecial && t.post != nil {
 		ids = t.post.process(ids)
 	}
 	return ids
 }
 
-func (t *Tokenizer) encode(ids []int32, text string, sc *scratch) []int32 {
-	if t.rawAdded == nil {
-		return t.encodeSegment(ids, text, true, sc)
+func (t *Tokenizer) encode(ids []int32, text string, a *addedSet, sc *scratch) []int32 {
+	if a.raw == nil {
+		return t.encodeSegment(ids, text, true, a, sc)
 	}
-	spans := t.rawAdded.split(text, sc.spans[:0])
+	spans := a.raw.split(text, sc.spans[:0])
 	for _, s := range spans {
 		if s.id >= 0 {
 			ids = append(ids, s.id)
 			continue
 		}
-		ids = t.encodeSegment(ids, text[s.start:s.end], s.start == 0, sc)
+		ids = t.encodeSegment(ids, text[s.start:s.end], s.start == 0, a, sc)
 	}
 	sc.spans = spans[:0]
 	return ids
@@ -240,14 +269,14 @@ func (t *Tokenizer) encode(ids []int32, text string, sc *scratch) []int32 {
 
 // encodeSegment encodes text between added tokens: normalize, split on
 // normalized added tokens, pre-tokenize, run the model on each piece.
-func (t *Tokenizer) encodeSegment(ids []int32, seg string, first bool, sc *scratch) []int32 {
+func (t *Tokenizer) encodeSegment(ids []int32, seg string, first bool, a *addedSet, sc *scratch) []int32 {
 	if t.norm != nil {
 		seg = t.norm.normalize(seg)
 	}
-	if t.normAdded == nil {
+	if a.norm == nil {
 		return t.encodePieces(ids, seg, first, sc)
 	}
-	spans := t.normAdded.split(seg, sc.spans2[:0])
+	spans := a.norm.split(seg, sc.spans2[:0])
 	for _, s := range spans {
 		if s.id >= 0 {
 			ids = append(ids, s.id)
@@ -288,7 +317,7 @@ func (t *Tokenizer) EncodeBatch(texts []string, addSpecial bool, workers int) []
 			sc := t.pool.Get().(*scratch)
 			defer t.pool.Put(sc)
 			for j := int(next.Add(1) - 1); j < len(texts); j = int(next.Add(1) - 1) {
-				out[j] = t.encodeWith(texts[j], addSpecial, sc)
+				out[j] = t.encodeWith(texts[j], addSpecial, &t.added, sc)
 			}
 		}()
 	}

@@ -143,3 +143,39 @@ func TestLongWord(t *testing.T) {
 		t.Errorf("%d tokens for %d bytes: merges not applied", len(ids), len(s))
 	}
 }
+
+func TestCrossesMeta(t *testing.T) {
+	for s, want := range map[string]bool{"": false, "▁": false, "▁▁a": false, "a": false, "a▁": true, "▁a▁b": true, "▁▁": false, "<0x0A>▁": true} {
+		if got := crossesMeta(s); got != want {
+			t.Errorf("crossesMeta(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// TestMetaSplitExact: cutting before ▁ must not change ids; compare with
+// the same model with the optimization off, on text with ▁ runs.
+func TestMetaSplitExact(t *testing.T) {
+	tok, err := Load(tokenizerFile(t, "llama2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := tok.model.(*bpeModel)
+	if !b.metaSplit {
+		t.Fatal("Llama-2 should qualify for metaSplit")
+	}
+	var texts []string
+	for _, s := range edgeSamples {
+		texts = append(texts, s, strings.ReplaceAll(s, " ", "  "), "▁"+s+"▁▁x▁")
+	}
+	want := make([][]int32, len(texts))
+	for i, s := range texts {
+		want[i] = tok.Encode(s, false)
+	}
+	b.metaSplit = false
+	b.cache = newWordCache()
+	for i, s := range texts {
+		if got := tok.Encode(s, false); !slices.Equal(got, want[i]) {
+			t.Errorf("%q: split %v, whole %v", s, want[i], got)
+		}
+	}
+}

@@ -443,3 +443,68 @@ func TestToleranceSeparates(t *testing.T) {
 		t.Errorf("a wrong rope_theta passes the tolerance")
 	}
 }
+
+// TestCompare checks the comparison itself on synthetic logits.
+func TestCompare(t *testing.T) {
+	const T, V = 200, 64
+	rng := rand.New(rand.NewPCG(7, 8))
+	want := make([]float32, T*V)
+	for i := range want {
+		want[i] = float32(rng.NormFloat64() * 4)
+	}
+	perturb := func(f func(t, v int, w float32) float32) []float32 {
+		g := make([]float32, len(want))
+		for t := 0; t < T; t++ {
+			for v := 0; v < V; v++ {
+				g[t*V+v] = f(t, v, want[t*V+v])
+			}
+		}
+		return g
+	}
+	noise := func(eps float64) func(int, int, float32) float32 {
+		return func(_, _ int, w float32) float32 { return w + float32(rng.NormFloat64()*eps) }
+	}
+	amp := make([]float64, T)
+	amp[5] = 1e3 // ill-conditioned: only counts toward the median
+	tests := []struct {
+		name string
+		got  []float32
+		amp  []float64
+		ok   bool
+	}{
+		{"identical", perturb(func(_, _ int, w float32) float32 { return w }), nil, true},
+		{"bf16-like noise", perturb(noise(0.02)), nil, true},
+		{"large noise", perturb(noise(0.5)), nil, false},
+		{"one position off", perturb(func(t, v int, w float32) float32 {
+			if t == 7 {
+				return -w
+			}
+			return w
+		}), nil, true},
+		{"five positions off", perturb(func(t, v int, w float32) float32 {
+			if t%40 == 3 {
+				return -w
+			}
+			return w
+		}), nil, false},
+		{"ill-conditioned positions excluded", perturb(func(t, v int, w float32) float32 {
+			if t == 5 || t == 7 {
+				return -w
+			}
+			return w
+		}), amp, true},
+		{"NaN", perturb(func(t, v int, w float32) float32 {
+			if t == 9 && v == 3 {
+				return float32(math.NaN())
+			}
+			return w
+		}), nil, true}, // one NaN position is one outlier
+		{"NaN everywhere", perturb(func(_, _ int, _ float32) float32 { return float32(math.NaN()) }), nil, false},
+	}
+	for _, tc := range tests {
+		s := compare(want, tc.got, nil, T, V, nil, tc.amp)
+		if err := s.check(); (err == nil) != tc.ok {
+			t.Errorf("%s: check() = %v, want ok=%v (stats %+v)", tc.name, err, tc.ok, s)
+		}
+	}
+}
