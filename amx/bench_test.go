@@ -72,3 +72,31 @@ func BenchmarkElementwise(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPack times packing per-call operands (attention keys and
+// values), which the engine repacks for every chunk.
+func BenchmarkPack(b *testing.B) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, kern := range Available() {
+		for _, s := range []struct {
+			k, n  int
+			trans bool
+		}{{64, 512, true}, {512, 64, false}, {256, 640, false}} {
+			name := fmt.Sprintf("%v/K%d_N%d", kern, s.k, s.n)
+			if s.trans {
+				name += "_T"
+			}
+			b.Run(name, func(b *testing.B) {
+				src := randBF16(r, s.k*s.n)
+				var m Matrix
+				for b.Loop() {
+					if s.trans {
+						PackTransposedFor(kern, &m, s.k, s.n, src, s.k)
+					} else {
+						PackFor(kern, &m, s.k, s.n, src, s.n)
+					}
+				}
+			})
+		}
+	}
+}

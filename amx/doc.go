@@ -9,4 +9,12 @@
 // Every kernel computes each output element with an accumulation order that
 // depends only on K, never on M or on the row's position, so results are
 // bit-identical however rows are batched (the engine's batch invariance).
+//
+// Layout of the package: gemm.go (API), gemm_generic.go (reference),
+// gemm_{avx512,avx2,amx}_amd64.{go,s} (fast kernels; the .s files are
+// written by the generator in _gen/, run `go generate ./amx/`, because Go's
+// assembler has no mnemonics for VDPBF16PS or the AMX instructions),
+// cpu*.go (CPUID/XGETBV/arch_prctl detection), elementwise*.go and
+// softmax_amd64.s (elementwise kernels), pack_amd64.s (vectorised packing),
+// selftest.go (the check `onecore doctor` runs).
 package amx

@@ -20,7 +20,8 @@ var (
 var elementwiseKernel = "generic"
 
 // ElementwiseKernel names the implementation behind RMSNorm, SoftmaxRow,
-// ToBF16 and the other elementwise kernels ("avx2" or "generic").
+// ToBF16 and the other elementwise kernels ("generic", "avx2", or
+// "avx2+avx512" when softmax uses AVX-512).
 func ElementwiseKernel() string { return elementwiseKernel }
 
 const maxFloat32 = math.MaxFloat32

@@ -36,8 +36,13 @@ func expSubSumAVX2(x *float32, n int, m float32) float32
 func scaleAVX2(x *float32, n int, s float32)
 
 func init() {
-	if c := CPU(); c.AVX2 && c.FMA && c.OSAVX {
+	c := CPU()
+	if c.AVX2 && c.FMA && c.OSAVX {
 		useAVX2Elementwise()
+	}
+	if c.AVX512F && c.OSAVX512 {
+		softmaxImpl = softmax512 // twice the lanes for the exp-heavy kernel
+		elementwiseKernel += "+avx512"
 	}
 }
 

@@ -1,6 +1,9 @@
 package amx
 
-import "fmt"
+import (
+	"fmt"
+	"sync"
+)
 
 // Matrix is a K×N bf16 weight matrix packed for one kernel. Pack it once at
 // load time and share it read-only between goroutines.
@@ -142,4 +145,20 @@ var (
 func init() {
 	packImpl[KernelGeneric] = packGeneric
 	matmulImpl[KernelGeneric] = matmulGeneric
+}
+
+// f32Pool holds per-call fp32 scratch (a row accumulator, A widened, C
+// when only OutBF16 is wanted, a ragged panel), so MatMul does not
+// allocate per call.
+var f32Pool = sync.Pool{New: func() any { return new([]float32) }}
+
+// getF32 returns scratch of n floats (contents undefined); put it back
+// with f32Pool.Put.
+func getF32(n int) *[]float32 {
+	p := f32Pool.Get().(*[]float32)
+	if cap(*p) < n {
+		*p = make([]float32, n)
+	}
+	*p = (*p)[:n]
+	return p
 }

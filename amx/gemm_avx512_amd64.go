@@ -76,6 +76,8 @@ func init() {
 }
 
 // packAVX512 lays B out in nr512-column panels of K-pairs (see nr512).
+// It runs per call for attention operands, so it works a dword (one
+// K-pair of one column) at a time, with no per-element bounds checks.
 func packAVX512(dst *Matrix, b []BF16, ldb int, transposed bool) {
 	k, n := dst.K, dst.N
 	kp := (k + 1) / 2
@@ -86,26 +88,68 @@ func packAVX512(dst *Matrix, b []BF16, ldb int, transposed bool) {
 	}
 	dst.bf16 = dst.bf16[:size]
 	dst.f32 = dst.f32[:0]
-	clear(dst.bf16)
+	if size == 0 {
+		return
+	}
+	// Pairs viewed as uint32: element 2q is the low half (little endian).
+	pairs := unsafe.Slice((*uint32)(unsafe.Pointer(&dst.bf16[0])), size/2)
+	if n%nr512 != 0 {
+		clear(pairs[(panels-1)*kp*nr512:]) // zero columns past N
+	}
+	full := k / 2
 	for pn := 0; pn < panels; pn++ {
 		j0 := pn * nr512
 		cols := min(nr512, n-j0)
-		panel := dst.bf16[pn*kp*2*nr512 : (pn+1)*kp*2*nr512]
-		for kk := 0; kk < k; kk++ {
-			row := panel[(kk/2)*2*nr512+kk&1:]
-			if transposed {
-				for j := 0; j < cols; j++ {
-					row[2*j] = b[(j0+j)*ldb+kk]
-				}
+		panel := pairs[pn*kp*nr512 : (pn+1)*kp*nr512]
+		if transposed {
+			// Column j of the panel is row j0+j of bt, whose pairs are
+			// already adjacent: a dword transpose.
+			src := b[j0*ldb : (j0+cols-1)*ldb+k]
+			if transposeImpl != nil && k >= 2 {
+				transposeImpl(panel, src, ldb, cols, full)
 			} else {
-				src := b[kk*ldb+j0 : kk*ldb+j0+cols]
-				for j, v := range src {
-					row[2*j] = v
+				for p := 0; p < full; p++ {
+					out := panel[p*nr512 : p*nr512+cols]
+					for j := range out {
+						out[j] = uint32(src[j*ldb+2*p]) | uint32(src[j*ldb+2*p+1])<<16
+					}
 				}
+			}
+			if k&1 != 0 {
+				for j := 0; j < cols; j++ {
+					panel[full*nr512+j] = uint32(src[j*ldb+k-1])
+				}
+			}
+			continue
+		}
+		if interleaveImpl != nil && full > 0 {
+			interleaveImpl(panel, b[j0:], ldb, cols, full)
+		}
+		for p := 0; p < full && interleaveImpl == nil; p++ {
+			r0 := b[2*p*ldb+j0 : 2*p*ldb+j0+cols]
+			r1 := b[(2*p+1)*ldb+j0 : (2*p+1)*ldb+j0+cols]
+			out := panel[p*nr512 : p*nr512+cols]
+			for j := range out {
+				out[j] = uint32(r0[j]) | uint32(r1[j])<<16
+			}
+		}
+		if k&1 != 0 {
+			r0 := b[(k-1)*ldb+j0 : (k-1)*ldb+j0+cols]
+			out := panel[full*nr512 : full*nr512+cols]
+			for j := range out {
+				out[j] = uint32(r0[j])
 			}
 		}
 	}
 }
+
+// transposeImpl, when set, does packAVX512's transposed case for the
+// full K-pairs.
+var transposeImpl func(panel []uint32, src []BF16, ldb, cols, pairs int)
+
+// interleaveImpl, when set, does the untransposed case for the full
+// K-pairs (rows 2p and 2p+1 of src, columns 0..cols-1).
+var interleaveImpl func(panel []uint32, src []BF16, ldb, cols, pairs int)
 
 // epilogueFlags translates ep into dpArgs flags.
 func epilogueFlags(p *dpArgs, ep *Epilogue, c []float32) {

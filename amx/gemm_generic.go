@@ -23,7 +23,9 @@ func packGeneric(dst *Matrix, b []BF16, ldb int, transposed bool) {
 // runs over k in ascending order in fp32, whatever m is.
 func matmulGeneric(m int, a []BF16, lda int, b *Matrix, c []float32, ldc int, ep *Epilogue) {
 	k, n := b.K, b.N
-	acc := make([]float32, n)
+	buf := getF32(n)
+	defer f32Pool.Put(buf)
+	acc := *buf
 	for i := 0; i < m; i++ {
 		clear(acc)
 		arow := a[i*lda : i*lda+k]

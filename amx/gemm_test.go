@@ -273,3 +273,104 @@ func TestBatchInvariance(t *testing.T) {
 		}
 	}
 }
+
+// TestSelfTest: every available kernel passes the doctor's self-test, and
+// the self-test catches a broken kernel.
+func TestSelfTest(t *testing.T) {
+	for _, k := range Available() {
+		if err := SelfTest(k); err != nil {
+			t.Errorf("SelfTest(%v): %v", k, err)
+		}
+	}
+	saved := matmulImpl[KernelGeneric]
+	defer func() { matmulImpl[KernelGeneric] = saved }()
+	base := saved
+	// A "kernel" that is wrong in one element must fail — compare it by
+	// breaking generic and testing a fast kernel against it, or, on a
+	// machine with no fast kernel, breaking generic's output directly.
+	matmulImpl[KernelGeneric] = func(m int, a []BF16, lda int, b *Matrix, c []float32, ldc int, ep *Epilogue) {
+		base(m, a, lda, b, c, ldc, ep)
+		if c != nil && m > 3 && b.N > 3 {
+			c[3*ldc+3] += 1
+		}
+	}
+	k := Available()[0]
+	if k == KernelGeneric {
+		return // purego / no fast kernel: nothing to compare a broken generic with
+	}
+	if err := SelfTest(k); err == nil {
+		t.Fatalf("SelfTest(%v) passed against a broken reference", k)
+	}
+}
+
+// TestPackReuse: packing into a Matrix that held a bigger operand gives
+// the same products as a fresh pack (no stale padding), for both layouts.
+func TestPackReuse(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, kern := range Available() {
+		var dst Matrix
+		big := randBF16(r, 300*300)
+		PackFor(kern, &dst, 300, 300, big, 300)
+		for _, s := range []shape{{5, 33, 17}, {9, 64, 65}, {3, 7, 130}} {
+			b := randBF16(r, s.k*s.n)
+			a := randBF16(r, s.m*s.k)
+			for _, trans := range []bool{false, true} {
+				PackTransposedFor(kern, &dst, 300, 300, big, 300)
+				var fresh, reused *Matrix
+				if trans {
+					fresh = PackTransposedFor(kern, nil, s.k, s.n, b, s.k)
+					reused = PackTransposedFor(kern, &dst, s.k, s.n, b, s.k)
+				} else {
+					fresh = PackFor(kern, nil, s.k, s.n, b, s.n)
+					reused = PackFor(kern, &dst, s.k, s.n, b, s.n)
+				}
+				c1, c2 := make([]float32, s.m*s.n), make([]float32, s.m*s.n)
+				MatMul(s.m, a, s.k, fresh, c1, s.n, nil)
+				MatMul(s.m, a, s.k, reused, c2, s.n, nil)
+				if i := bitsEqual(c1, c2); i >= 0 {
+					t.Fatalf("%v %v transposed=%v: reused pack differs at %d", kern, s, trans, i)
+				}
+			}
+		}
+	}
+}
+
+// TestPackTransposed: PackTransposedFor(Bᵀ) multiplies exactly like
+// PackFor(B).
+func TestPackTransposed(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, kern := range Available() {
+		for _, s := range []shape{{7, 1, 1}, {7, 31, 17}, {6, 64, 512}, {13, 257, 65}} {
+			b := randBF16(r, s.k*s.n)
+			bt := make([]BF16, s.n*(s.k+3))
+			for kk := 0; kk < s.k; kk++ {
+				for j := 0; j < s.n; j++ {
+					bt[j*(s.k+3)+kk] = b[kk*s.n+j]
+				}
+			}
+			a := randBF16(r, s.m*s.k)
+			c1, c2 := make([]float32, s.m*s.n), make([]float32, s.m*s.n)
+			MatMul(s.m, a, s.k, PackFor(kern, nil, s.k, s.n, b, s.n), c1, s.n, nil)
+			MatMul(s.m, a, s.k, PackTransposedFor(kern, nil, s.k, s.n, bt, s.k+3), c2, s.n, nil)
+			if i := bitsEqual(c1, c2); i >= 0 {
+				t.Fatalf("%v %v: transposed pack differs at %d", kern, s, i)
+			}
+		}
+	}
+}
+
+// TestMatMulNoAlloc: the engine calls MatMul thousands of times a second;
+// the selected kernel must not allocate per call.
+func TestMatMulNoAlloc(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 20))
+	k := Available()[0]
+	for _, s := range []shape{{16, 256, 256}, {40, 640, 70}} {
+		a := randBF16(r, s.m*s.k)
+		pb := PackFor(k, nil, s.k, s.n, randBF16(r, s.k*s.n), s.n)
+		c := make([]float32, s.m*s.n)
+		ep := &Epilogue{Bias: randF32(r, s.n), Act: ActReLU2, OutBF16: make([]BF16, s.m*s.n)}
+		if n := testing.AllocsPerRun(20, func() { MatMul(s.m, a, s.k, pb, c, s.n, ep) }); n > 0 {
+			t.Errorf("%v %v: %v allocations per MatMul", k, s, n)
+		}
+	}
+}

@@ -8,8 +8,9 @@ efficient: chunked SWA and chunked linear attention as batched GEMMs, two
 batched GEMMs per MoE route block (scripts/ref/onecore_fast.py, which the
 self-test holds to the float64 reference).
 
-Each call prefills one pack of --pack 256-token blocks holding whole
-documents of --doc-len tokens. Prints one JSON object:
+Each call prefills one pack of --tokens tokens (256-token blocks) holding
+whole documents of --doc-len tokens; the defaults match `onecore bench
+engine` (8192 tokens, documents of 256). Prints one JSON object:
   {"prefill_tok_s": body only, "prefill_readout_tok_s": body + full-vocab logits, ...}
 
 Run pinned to one core:  taskset -c 1 /usr/bin/python3 bench/torch_prefill.py [--moe]
@@ -41,12 +42,23 @@ def bench(fn, tokens, min_s):
             return n * tokens / dt
 
 
+def _tune_malloc():
+    """Re-executes once with glibc malloc keeping freed memory: PyTorch
+    allocates its large activations afresh every call, and without this each
+    allocation is a fresh mmap whose page faults dominate (a fair baseline
+    does not pay for that)."""
+    if os.environ.get("MALLOC_MMAP_THRESHOLD_") is None:
+        env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="17179869184", MALLOC_TRIM_THRESHOLD_="17179869184")
+        os.execve(sys.executable, [sys.executable] + sys.argv, env)
+
+
 def main():
+    _tune_malloc()
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", help="config JSON (default: the DESIGN defaults, dense-3m)")
     ap.add_argument("--moe", action="store_true", help="MoE variant: experts on layers 0,3,5")
-    ap.add_argument("--pack", type=int, default=16, help="256-token blocks per call (default 16)")
-    ap.add_argument("--doc-len", type=int, default=1024, help="document length, a multiple of 256 (default 1024)")
+    ap.add_argument("--tokens", type=int, default=8192, help="tokens per call, a multiple of 256 (default 8192, as onecore bench engine)")
+    ap.add_argument("--doc-len", type=int, default=256, help="document length, a multiple of 256 (default 256, as onecore bench engine)")
     ap.add_argument("--min-seconds", type=float, default=3.0)
     ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args()
@@ -55,9 +67,9 @@ def main():
     if a.moe:
         cfg.update(MOE)
     blk = 256
-    if a.doc_len % cfg["window"] or a.doc_len % cfg["route_block"] or (a.pack * blk) % a.doc_len:
-        sys.exit("doc-len must be a multiple of window and route_block and divide pack*256")
-    N = a.pack * blk // a.doc_len
+    if a.doc_len % cfg["window"] or a.doc_len % cfg["route_block"] or a.tokens % a.doc_len or a.tokens % blk:
+        sys.exit("doc-len must be a multiple of window and route_block, and divide --tokens (a multiple of 256)")
+    N = a.tokens // a.doc_len
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(3, cfg["vocab_size"], (N, a.doc_len), generator=g)
     ids[:, 0] = 1

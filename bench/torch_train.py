@@ -36,12 +36,15 @@ MOE = {"moe_layers": [0, 3, 5], "experts": 64, "top_k": 4, "d_ff_expert": 160}
 
 
 def main():
+    if os.environ.get("MALLOC_MMAP_THRESHOLD_") is None:  # see torch_prefill.py
+        env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="17179869184", MALLOC_TRIM_THRESHOLD_="17179869184")
+        os.execve(sys.executable, [sys.executable] + sys.argv, env)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", help="config JSON (default: the DESIGN defaults, dense-3m)")
     ap.add_argument("--moe", action="store_true", help="MoE variant: experts on layers 0,3,5")
-    ap.add_argument("--batch", type=int, default=4, help="windows per step (default 4)")
-    ap.add_argument("--seq", type=int, default=1024, help="tokens per window (default 1024)")
-    ap.add_argument("--negatives", type=int, default=1024, help="sampled-softmax negatives (default 1024)")
+    ap.add_argument("--batch", type=int, default=8, help="windows per step (default 8, as train's BenchmarkTrainStep)")
+    ap.add_argument("--seq", type=int, default=256, help="tokens per window (default 256)")
+    ap.add_argument("--negatives", type=int, default=512, help="sampled-softmax negatives (default 512)")
     ap.add_argument("--full-softmax", action="store_true", help="full-vocabulary cross-entropy instead")
     ap.add_argument("--steps", type=int, default=5, help="timed steps (after 1 warm-up step)")
     ap.add_argument("--threads", type=int, default=1)
@@ -67,7 +70,9 @@ def main():
         h = fast.body(cfg, P, ids, tabs)[:, :-1].reshape(-1, cfg["d_model"])
         tgt = ids[:, 1:].reshape(-1)
         if a.full_softmax:
-            loss = F.cross_entropy((h @ P["emb"].T).float(), tgt)
+            # bf16 logits straight into the loss: torch 1.13 widens bf16 to
+            # fp32 with a slow scalar loop; its log_softmax accumulates in fp32.
+            loss = F.cross_entropy(h @ P["emb"].T, tgt)
         else:
             neg = torch.multinomial(q, a.negatives, replacement=True, generator=g)
             pos = (h * P["emb"][tgt]).sum(-1, keepdim=True).float() - logq[tgt, None]

@@ -15,27 +15,34 @@ type BenchOptions struct {
 	PromptLen   int   // prompt length before decoding
 	MinDuration time.Duration
 	Seed        uint64
+	PassTokens  int // tokens per prefill pass (0: DefaultPassTokens)
 }
 
 // BenchResult is what `onecore bench engine` reports.
 type BenchResult struct {
 	Kernel             string             `json:"kernel"`
 	Tokens             int                `json:"tokens"`
-	PrefillTokS        float64            `json:"prefill_tok_s"`
+	PrefillTokS        float64            `json:"prefill_tok_s"`      // per second of the pinned thread's CPU time
+	PrefillWallTokS    float64            `json:"prefill_wall_tok_s"` // per wall-clock second (lower on a busy machine)
 	PrefillReadoutTokS float64            `json:"prefill_readout_tok_s"`
 	DecodeTokS         map[string]float64 `json:"decode_tok_s"`
 	PrefillBreakdown   map[string]float64 `json:"prefill_breakdown"`
 	ReadoutBreakdown   map[string]float64 `json:"prefill_readout_breakdown"`
-	DecodeBreakdown    map[string]float64 `json:"decode_breakdown"`
+	DecodeBreakdown    map[string]float64 `json:"decode_breakdown"` // at the largest batch
 	PrefillGEMMGFlops  float64            `json:"prefill_gemm_gflop_s"`
-	PrefillProfile     string             `json:"-"`
-	ReadoutProfile     string             `json:"-"`
-	DecodeProfile      map[int]string     `json:"-"`
+	// ExpertLoadMaxOverMean is, per MoE layer, the most-loaded expert's
+	// token count over the mean (1 = perfectly balanced), from the prefill.
+	ExpertLoadMaxOverMean map[string]float64 `json:"expert_load_max_over_mean,omitempty"`
+	PrefillProfile        string             `json:"-"`
+	ReadoutProfile        string             `json:"-"`
+	DecodeProfile         map[int]string     `json:"-"`
 }
 
 // Bench measures prefill (body only, and with the full readout) and decode
 // throughput of m on the calling goroutine's core, plus per-op breakdowns.
-// Pin the goroutine first (LockOSThread + affinity) for single-core numbers.
+// Throughputs are tokens per second of the thread's CPU time, which on an
+// idle core equals wall time and on a shared machine is what one core
+// sustains. Pin the goroutine first (PinThread) for single-core numbers.
 func Bench(m *Model, o BenchOptions) BenchResult {
 	if o.Tokens <= 0 {
 		o.Tokens = 8192
@@ -57,12 +64,16 @@ func Bench(m *Model, o BenchOptions) BenchResult {
 	docs := randDocs(o.Seed+1, V, lens...)
 	res := BenchResult{Kernel: m.Kernel.String(), Tokens: o.Tokens, DecodeTokS: map[string]float64{}, DecodeProfile: map[int]string{}}
 	in := NewInstance(m)
+	if o.PassTokens <= 0 {
+		o.PassTokens = DefaultPassTokens
+	}
+	in.PassTokens = o.PassTokens
 
 	// Body: every layer and the final norm, no readout.
 	body := func() {
 		for i := 0; i < len(docs); {
 			j, tok := i, 0
-			for j < len(docs) && (j == i || tok+len(docs[j]) <= DefaultPassTokens) {
+			for j < len(docs) && (j == i || tok+len(docs[j]) <= o.PassTokens) {
 				tok += len(docs[j])
 				j++
 			}
@@ -75,7 +86,7 @@ func Bench(m *Model, o BenchOptions) BenchResult {
 	withReadout := func() {
 		for i := 0; i < len(docs); {
 			j, tok := i, 0
-			for j < len(docs) && (j == i || tok+len(docs[j]) <= DefaultPassTokens) {
+			for j < len(docs) && (j == i || tok+len(docs[j]) <= o.PassTokens) {
 				tok += len(docs[j])
 				j++
 			}
@@ -86,29 +97,49 @@ func Bench(m *Model, o BenchOptions) BenchResult {
 			i = j
 		}
 	}
-	measure := func(f func()) (tokS float64, prof *Profile) {
+	// measure runs f (o.Tokens tokens) repeatedly for at least
+	// o.MinDuration of thread CPU time and returns tokens per CPU second,
+	// then one more profiled run.
+	measure := func(f func()) (tokS, wallTokS float64, prof *Profile) {
 		f() // warm-up: scratch grows, caches fill
 		in.Prof = nil
-		reps, t0 := 0, time.Now()
-		for reps == 0 || time.Since(t0) < o.MinDuration {
+		reps, t0, w0 := 0, threadCPU(), time.Now()
+		for reps == 0 || threadCPU()-t0 < o.MinDuration {
 			f()
 			reps++
 		}
-		el := time.Since(t0)
+		cpu, wall := threadCPU()-t0, time.Since(w0)
 		in.Prof = &Profile{}
 		f()
 		p := in.Prof
 		in.Prof = nil
-		return float64(reps*o.Tokens) / el.Seconds(), p
+		return float64(reps*o.Tokens) / cpu.Seconds(), float64(reps*o.Tokens) / wall.Seconds(), p
 	}
 	var p *Profile
-	res.PrefillTokS, p = measure(body)
+	res.PrefillTokS, res.PrefillWallTokS, p = measure(body)
 	res.PrefillBreakdown, res.PrefillProfile = p.Shares(), p.String()
 	if s := p.Time[OpGEMM].Seconds(); s > 0 {
 		res.PrefillGEMMGFlops = p.GEMMFlops / s / 1e9
 	}
-	res.PrefillReadoutTokS, p = measure(withReadout)
+	res.PrefillReadoutTokS, _, p = measure(withReadout)
 	res.ReadoutBreakdown, res.ReadoutProfile = p.Shares(), p.String()
+
+	for li, load := range in.Load {
+		if load == nil {
+			continue
+		}
+		var sum, mx int64
+		for _, c := range load {
+			sum += c
+			mx = max(mx, c)
+		}
+		if sum > 0 {
+			if res.ExpertLoadMaxOverMean == nil {
+				res.ExpertLoadMaxOverMean = map[string]float64{}
+			}
+			res.ExpertLoadMaxOverMean[itoa(li)] = float64(mx) * float64(len(load)) / float64(sum)
+		}
+	}
 
 	rng := rand.New(rand.NewPCG(o.Seed, 3))
 	for _, B := range o.DecodeBatch {
@@ -119,13 +150,13 @@ func Bench(m *Model, o BenchOptions) BenchResult {
 		}
 		dec.Step() // warm-up
 		in.Prof = nil
-		t0 := time.Now()
+		t0 := threadCPU()
 		steps := 0
-		for steps < o.DecodeSteps || time.Since(t0) < o.MinDuration/4 {
+		for steps < o.DecodeSteps || threadCPU()-t0 < o.MinDuration/4 {
 			dec.Step()
 			steps++
 		}
-		el := time.Since(t0)
+		el := threadCPU() - t0
 		in.Prof = &Profile{}
 		dec.Step()
 		res.DecodeBreakdown = in.Prof.Shares()

@@ -17,14 +17,24 @@ type Request struct {
 	// StopIDs end the continuation (emitted, then the document leaves the
 	// batch); nil takes generation.json's stop_ids, or <eos> without one.
 	StopIDs []int32
+	// Allow, if set, constrains every step: it receives the tokens
+	// generated so far and returns the ids the next token may take (the
+	// vocabulary mask still applies). An empty set ends the document
+	// without a token (Token −1, Done).
+	Allow func(generated []int32) []int32
+	// LogProbs reports each token's log-probability under the masked (and
+	// constrained) distribution at temperature 1 (costs a log-sum-exp over
+	// the vocabulary per token).
+	LogProbs bool
 	Sampling
 }
 
 // Token is one generated token.
 type Token struct {
-	Seq   int   // the id Add returned
-	Token int32 // the generated token
-	Done  bool  // the document left the batch (stop id or MaxNew reached)
+	Seq     int     // the id Add returned
+	Token   int32   // the generated token (−1: Allow returned no ids)
+	Done    bool    // the document left the batch (stop id, MaxNew, or nothing allowed)
+	LogProb float32 // log p(Token) when the request asked for LogProbs
 }
 
 // Decoder continues many documents at once on one Instance: every Step
@@ -41,6 +51,7 @@ type Decoder struct {
 	logits []float32
 	out    []Token
 	scores []float32
+	keep   []float32
 }
 
 // NewDecoder creates a decoder on in. The decoder uses in's scratch: do
@@ -53,46 +64,61 @@ func (d *Decoder) Active() int { return len(d.active) }
 // Add prefills req.Prompt except its last token (which the next Step
 // feeds) and adds the document to the batch; it returns the document's id.
 func (d *Decoder) Add(req Request) (int, error) {
+	ids, err := d.AddMany([]Request{req})
+	if err != nil {
+		return 0, err
+	}
+	return ids[0], nil
+}
+
+// AddMany adds several documents at once: their prompts are prefilled
+// packed together (the same results as one by one, with bigger GEMMs).
+// On error nothing is added.
+func (d *Decoder) AddMany(reqs []Request) ([]int, error) {
 	m := d.in.m
-	if len(req.Prompt) == 0 {
-		return 0, fmt.Errorf("decode: empty prompt")
-	}
-	if err := d.in.checkDocs([][]int32{req.Prompt}); err != nil {
-		return 0, fmt.Errorf("decode: %w", err)
-	}
-	if req.Temperature < 0 || req.TopK < 0 || req.TopP < 0 || math.IsNaN(float64(req.Temperature)) {
-		return 0, fmt.Errorf("decode: bad sampling parameters %+v", req.Sampling)
-	}
-	var st *seqState
-	if n := len(d.free); n > 0 {
-		st, d.free = d.free[n-1], d.free[:n-1]
-		st.reset()
-	} else {
-		st = newSeqState(m)
-	}
-	st.id = d.nextID
-	d.nextID++
-	st.req = req
-	stops := req.StopIDs
-	if stops == nil {
-		stops = m.stopIDs
-		if stops == nil {
-			stops = []int32{EosID}
+	for i, req := range reqs {
+		if len(req.Prompt) == 0 {
+			return nil, fmt.Errorf("decode: request %d: empty prompt", i)
+		}
+		if err := d.in.checkDocs([][]int32{req.Prompt}); err != nil {
+			return nil, fmt.Errorf("decode: request %d: %w", i, err)
+		}
+		if req.Temperature < 0 || req.TopK < 0 || req.TopP < 0 || math.IsNaN(float64(req.Temperature)) || math.IsNaN(float64(req.TopP)) {
+			return nil, fmt.Errorf("decode: request %d: bad sampling parameters %+v", i, req.Sampling)
 		}
 	}
-	st.stopSet = map[int32]bool{}
-	for _, s := range stops {
-		st.stopSet[s] = true
+	ids := make([]int, len(reqs))
+	states := make([]*seqState, len(reqs))
+	for i, req := range reqs {
+		var st *seqState
+		if n := len(d.free); n > 0 {
+			st, d.free = d.free[n-1], d.free[:n-1]
+			st.reset()
+		} else {
+			st = newSeqState(m)
+		}
+		st.id = d.nextID
+		d.nextID++
+		st.req = req
+		stops := req.StopIDs
+		if stops == nil {
+			stops = m.stopIDs
+			if stops == nil {
+				stops = []int32{EosID}
+			}
+		}
+		st.stopSet = map[int32]bool{}
+		for _, s := range stops {
+			st.stopSet[s] = true
+		}
+		st.rng = rand.New(rand.NewPCG(req.Seed, 0x6f6e65636f7265))
+		st.pos = len(req.Prompt) - 1
+		st.next = req.Prompt[len(req.Prompt)-1]
+		ids[i], states[i] = st.id, st
 	}
-	st.rng = rand.New(rand.NewPCG(req.Seed, 0x6f6e65636f7265))
-	body := req.Prompt[:len(req.Prompt)-1]
-	if len(body) > 0 {
-		d.in.prefillState(body, st)
-	}
-	st.pos = len(body)
-	st.next = req.Prompt[len(req.Prompt)-1]
-	d.active = append(d.active, st)
-	return st.id, nil
+	d.in.prefillStates(reqs, states)
+	d.active = append(d.active, states...)
+	return ids, nil
 }
 
 // Remove drops document id from the batch (no-op if it is not there).
@@ -121,13 +147,21 @@ func (d *Decoder) Step() []Token {
 	keep := d.active[:0]
 	for i, st := range d.active {
 		row := d.logits[i*V : (i+1)*V]
-		st.logits = append(st.logits[:0], row...)
 		in.m.applyMask(row)
-		tok := d.smp.pick(row, &st.req.Sampling, st.rng)
+		tok, lp := int32(-1), float32(0)
+		if st.req.Allow == nil || d.constrain(row, st.req.Allow(st.gen)) {
+			tok = d.smp.pick(row, &st.req.Sampling, st.rng)
+			if st.req.LogProbs {
+				lp = in.logProb(row, tok, false)
+			}
+		}
 		st.made++
 		st.next = tok
-		done := st.stopSet[tok] || (st.req.MaxNew > 0 && st.made >= st.req.MaxNew)
-		d.out = append(d.out, Token{Seq: st.id, Token: tok, Done: done})
+		if st.req.Allow != nil && tok >= 0 {
+			st.gen = append(st.gen, tok)
+		}
+		done := tok < 0 || st.stopSet[tok] || (st.req.MaxNew > 0 && st.made >= st.req.MaxNew)
+		d.out = append(d.out, Token{Seq: st.id, Token: tok, Done: done, LogProb: lp})
 		if done {
 			d.free = append(d.free, st)
 		} else {
@@ -138,6 +172,25 @@ func (d *Decoder) Step() []Token {
 	d.active = keep
 	in.tock(OpOther, t0)
 	return d.out
+}
+
+// constrain sets every logit outside allowed (and out of range) to −Inf;
+// it reports whether any allowed id is still possible.
+func (d *Decoder) constrain(row []float32, allowed []int32) bool {
+	d.keep = growF(d.keep, len(row))
+	ninf := float32(math.Inf(-1))
+	for i := range d.keep[:len(row)] {
+		d.keep[i] = ninf
+	}
+	ok := false
+	for _, id := range allowed {
+		if id >= 0 && int(id) < len(row) && !math.IsInf(float64(row[id]), -1) {
+			d.keep[id] = row[id]
+			ok = true
+		}
+	}
+	copy(row, d.keep[:len(row)])
+	return ok
 }
 
 // forwardStep runs one token per active document (st.next, or forced[i]
@@ -322,31 +375,56 @@ func (d *Decoder) routeStep(li int) {
 	in.tock(OpOther, t0)
 }
 
-// prefillState runs doc (in pieces if it is long) and leaves its decode
-// state in st.
-func (in *Instance) prefillState(doc []int32, st *seqState) {
+// prefillStates runs every prompt but its last token and leaves the
+// decode state in states: short prompts packed PassTokens per pass, long
+// ones alone in pieces.
+func (in *Instance) prefillStates(reqs []Request, states []*seqState) {
 	pass := in.PassTokens
 	if pass <= 0 {
 		pass = DefaultPassTokens
 	}
 	align := in.m.Cfg.pieceAlign()
 	pieceLen := max(align, pass/align*align)
-	if len(doc) > pieceLen && in.carry == nil {
-		in.carry = newCarry(&in.m.Cfg)
+	in.pieces, in.export = in.pieces[:0], in.export[:0]
+	tok := 0
+	flush := func() {
+		if len(in.pieces) > 0 {
+			in.setupPieces(in.pieces)
+			in.forward()
+		}
+		in.pieces, in.export, tok = in.pieces[:0], in.export[:0], 0
 	}
-	for off := 0; off < len(doc); off += pieceLen {
-		end := min(off+pieceLen, len(doc))
-		p := piece{toks: doc[off:end], off: off, final: end == len(doc)}
-		if len(doc) > pieceLen {
-			p.carry = in.carry
+	for i, req := range reqs {
+		body := req.Prompt[:len(req.Prompt)-1]
+		if len(body) == 0 || len(body) > pieceLen {
+			continue
 		}
-		in.export = nil
-		if p.final {
-			in.export = []*seqState{st}
+		if tok+len(body) > pass {
+			flush()
 		}
-		in.pieces = append(in.pieces[:0], p)
-		in.setupPieces(in.pieces)
-		in.forward()
+		in.pieces = append(in.pieces, piece{toks: body, final: true})
+		in.export = append(in.export, states[i])
+		tok += len(body)
+	}
+	flush()
+	for i, req := range reqs {
+		body := req.Prompt[:len(req.Prompt)-1]
+		if len(body) <= pieceLen {
+			continue
+		}
+		if in.carry == nil {
+			in.carry = newCarry(&in.m.Cfg)
+		}
+		for off := 0; off < len(body); off += pieceLen {
+			end := min(off+pieceLen, len(body))
+			in.pieces = append(in.pieces[:0], piece{toks: body[off:end], off: off, final: end == len(body), carry: in.carry})
+			in.export = in.export[:0]
+			if end == len(body) {
+				in.export = append(in.export, states[i])
+			}
+			in.setupPieces(in.pieces)
+			in.forward()
+		}
 	}
 	in.export = nil
 }

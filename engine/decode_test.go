@@ -57,15 +57,12 @@ func TestPrefillThenDecode(t *testing.T) {
 func TestDecodeBatchInvariance(t *testing.T) {
 	m := testModel(t, nil, 41)
 	V := m.Cfg.VocabSize
-	prompts := randDocs(42, V, 1, 5, 9, 20, 3, 17, 8, 2, 30, 12, 7, 1, 16, 4, 25, 6)
+	prompts := randDocs(42, V, 1, 5, 9, 20, 3, 17, 8, 2, 30, 12, 7, 1, 16, 140, 25, 6)
 	reqs := make([]Request, len(prompts))
 	for i, p := range prompts {
 		reqs[i] = Request{Prompt: p, MaxNew: 6 + i%5, StopIDs: []int32{}, Sampling: Sampling{Temperature: 0.9, TopK: 20 * (i % 3), TopP: []float32{0, 0.9, 0.5}[i%3], Seed: uint64(i)}}
 	}
-	type trace struct {
-		toks   []int32
-		logits [][]float32
-	}
+	type trace struct{ toks []int32 }
 	run := func(batch bool) []trace {
 		in := NewInstance(m)
 		dec := in.NewDecoder()
@@ -79,16 +76,11 @@ func TestDecodeBatchInvariance(t *testing.T) {
 			ids[id] = i
 		}
 		step := func() {
-			logits := map[int][]float32{}
-			for _, st := range dec.active {
-				logits[st.id] = nil
-			}
 			toks := dec.Step()
 			for _, tk := range toks {
 				i := ids[tk.Seq]
 				out[i].toks = append(out[i].toks, tk.Token)
 			}
-			_ = logits
 		}
 		if batch {
 			// Staggered joins: half now, the rest after two steps.
@@ -97,8 +89,16 @@ func TestDecodeBatchInvariance(t *testing.T) {
 			}
 			step()
 			step()
-			for i := len(reqs) / 2; i < len(reqs); i++ {
-				add(i)
+			// The rest joins at once, prefilled packed (AddMany), in
+			// small passes so prompts share passes and the long one is
+			// split into pieces.
+			in.PassTokens = 40
+			got, err := dec.AddMany(reqs[len(reqs)/2:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, id := range got {
+				ids[id] = len(reqs)/2 + k
 			}
 			for dec.Active() > 0 {
 				step()
@@ -128,8 +128,8 @@ func TestDecodeBatchInvariance(t *testing.T) {
 	// forced step on fresh decoders, batch 1 vs batch 16.
 	in1, inB := NewInstance(m), NewInstance(m)
 	d1, dB := in1.NewDecoder(), inB.NewDecoder()
-	for i := range reqs {
-		dB.Add(reqs[i])
+	if _, err := dB.AddMany(reqs); err != nil {
+		t.Fatal(err)
 	}
 	forced := make([]int32, len(reqs))
 	for i, r := range reqs {
@@ -225,5 +225,59 @@ func TestSamplingFilters(t *testing.T) {
 		if big[id] < 7 {
 			t.Fatalf("top-p picked a low-probability id %d (logit %v)", id, big[id])
 		}
+	}
+}
+
+func TestDecodeConstraintsAndLogProbs(t *testing.T) {
+	m := testModel(t, nil, 71)
+	in := NewInstance(m)
+	prompt := randDocs(72, m.Cfg.VocabSize, 12)[0]
+	dec := in.NewDecoder()
+	dec.Add(Request{Prompt: prompt, MaxNew: 6, StopIDs: []int32{}, LogProbs: true})
+	var gen []int32
+	var lps []float32
+	for dec.Active() > 0 {
+		for _, tk := range dec.Step() {
+			gen = append(gen, tk.Token)
+			lps = append(lps, tk.LogProb)
+		}
+	}
+	full := append(append([]int32(nil), prompt...), gen...)
+	res, err := in.Prefill([][]int32{full}, Want{LogProbs: true, MaskVocab: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, lp := range lps {
+		want := res[0].LogProbs[len(prompt)-1+i]
+		if math.Abs(float64(lp-want)) > 0.05 || lp > 0 {
+			t.Fatalf("token %d: decode log-prob %v, prefill %v", i, lp, want)
+		}
+	}
+	// Constrained: only ids 10 and 20 (then only 30), with sampling.
+	dec.Add(Request{Prompt: prompt, MaxNew: 8, StopIDs: []int32{}, LogProbs: true, Sampling: Sampling{Temperature: 1, Seed: 3},
+		Allow: func(g []int32) []int32 {
+			if len(g) >= 4 {
+				return []int32{30}
+			}
+			return []int32{10, 20, 5} // 5 is vocabulary-masked
+		}})
+	var got []int32
+	for dec.Active() > 0 {
+		for _, tk := range dec.Step() {
+			got = append(got, tk.Token)
+			if len(got) > 4 && tk.LogProb != 0 {
+				t.Fatalf("single allowed id has log-prob %v, want 0", tk.LogProb)
+			}
+		}
+	}
+	for i, tok := range got {
+		if (i < 4 && tok != 10 && tok != 20) || (i >= 4 && tok != 30) || len(got) != 8 {
+			t.Fatalf("constrained tokens %v", got)
+		}
+	}
+	// Nothing allowed: the document ends without a token.
+	dec.Add(Request{Prompt: prompt, MaxNew: 8, Allow: func([]int32) []int32 { return []int32{5} }})
+	if tk := dec.Step(); len(tk) != 1 || tk[0].Token != -1 || !tk[0].Done || dec.Active() != 0 {
+		t.Fatalf("empty allowed set: %+v", tk)
 	}
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/onecore-dev/onecore/amx"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -11,6 +12,12 @@ import (
 // testModel builds a model of smallConfig (or cfg) with random weights and
 // a classifier head.
 func testModel(t testing.TB, cfg *Config, seed uint64) *Model {
+	t.Helper()
+	return testModelFor(t, cfg, seed, amx.Selected())
+}
+
+// testModelFor is testModel packed for kernel kern.
+func testModelFor(t testing.TB, cfg *Config, seed uint64, kern amx.Kernel) *Model {
 	t.Helper()
 	if cfg == nil {
 		cfg = smallConfig()
@@ -24,8 +31,7 @@ func testModel(t testing.TB, cfg *Config, seed uint64) *Model {
 	ts[HeadClsB] = []float32{0.1, -0.2, 0.3}
 	// Give the router a strong bias spread so block 0 is not a near-tie
 	// and the rest of the router input matters.
-	for i, kind := range cfg.Layers {
-		_ = kind
+	for i := range cfg.Layers {
 		if cfg.IsMoE(i) {
 			b := ts[layerName(i, "moe.router.b")]
 			for e := range b {
@@ -45,7 +51,7 @@ func testModel(t testing.TB, cfg *Config, seed uint64) *Model {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := NewModel(ck)
+	m, err := NewModelFor(ck, kern)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,10 +80,15 @@ func sameResult(t *testing.T, what string, a, b Result) {
 }
 
 // TestBatchInvariance: a document's outputs are bit-identical alone, packed
-// with others in any order and position, with any pass size, on two
-// instances at once.
+// with others in any order and position, with any pass size (long documents
+// split in pieces), on two instances at once — with every kernel this CPU has.
 func TestBatchInvariance(t *testing.T) {
-	m := testModel(t, nil, 1)
+	for _, kern := range amx.Available() {
+		t.Run(kern.String(), func(t *testing.T) { testBatchInvariance(t, testModelFor(t, nil, 1, kern)) })
+	}
+}
+
+func testBatchInvariance(t *testing.T, m *Model) {
 	// Lengths cross SWA chunks (8), route blocks (8) and linear chunks (64).
 	docs := randDocs(2, m.Cfg.VocabSize, 150, 1, 9, 64, 65, 17, 130, 2)
 	alone := make([]Result, len(docs))
@@ -116,7 +127,10 @@ func TestBatchInvariance(t *testing.T) {
 			for i := w; i < len(docs); i += 2 {
 				mine = append(mine, docs[i])
 			}
-			out[w], _ = NewInstance(m).Prefill(mine, allWant)
+			var err error
+			if out[w], err = NewInstance(m).Prefill(mine, allWant); err != nil {
+				t.Error(err)
+			}
 		}(w)
 	}
 	wg.Wait()
@@ -232,6 +246,28 @@ func TestPrefillOutputs(t *testing.T) {
 		}
 		if math.Abs(ss/float64(D)-1) > 1e-3 {
 			t.Fatalf("final hidden not normalised: mean square %v", ss/float64(D))
+		}
+	}
+	// MaskVocab: log-probs under the mask, logits still raw.
+	masked, err := in.Prefill(docs, Want{Logits: LogitsAll, LogProbs: true, MaskVocab: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(masked[0].Logits, res[0].Logits) {
+		t.Fatal("MaskVocab changed the returned logits")
+	}
+	d := docs[0]
+	for i := 0; i < len(d)-1; i++ {
+		row := res[0].Logits[i*V : (i+1)*V]
+		var s float64
+		for id, v := range row {
+			if id != 0 && id != 1 && id != 5 { // testModel masks 0, 1, 5
+				s += math.Exp(float64(v))
+			}
+		}
+		want := float64(row[d[i+1]]) - math.Log(s)
+		if math.Abs(want-float64(masked[0].LogProbs[i])) > 1e-4 {
+			t.Fatalf("masked logprob %d: %v want %v", i, masked[0].LogProbs[i], want)
 		}
 	}
 	if _, err := in.Prefill([][]int32{{1, 97}}, Want{}); err == nil {

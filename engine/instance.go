@@ -40,17 +40,18 @@ type Instance struct {
 	hid  []amx.BF16 // MLP hidden [n×d_ff]
 
 	// attention scratch
-	stage  []amx.BF16
-	scores []float32
-	probs  []amx.BF16
-	kt, vp *amx.Matrix
+	swaTmp                   []float32
+	prevK, prevV, curK, curV []*amx.Matrix
+	scores                   []float32
+	probs                    []amx.BF16
+	kt, vp                   *amx.Matrix
 	// linear attention scratch
-	lkt     []amx.BF16
-	la, ela []float32
-	linTmp  []float32
-	state   []float32 // [lin_heads × d_state × lin_head_dim]
-	stateB  []amx.BF16
-	sp      *amx.Matrix
+	lkt      []amx.BF16
+	la, decW []float32
+	linTmp   []float32
+	state    []float32 // [lin_heads × d_state × lin_head_dim]
+	stateB   []amx.BF16
+	sp       *amx.Matrix
 	// MoE scratch
 	rexp    []int32   // [n×top_k] selected experts, ascending
 	rgate   []float32 // [n×top_k] their gates
@@ -66,7 +67,7 @@ type Instance struct {
 	rsel    []int
 	ropeTmp []float32
 
-	lpTile []float32
+	lpTile, lpRow []float32
 
 	// export receives, per segment of the pass (nil: none), the decode
 	// state at the end of the document.

@@ -37,10 +37,7 @@ func (in *Instance) linPrefill(li int, lw *layerWeights) {
 	qscale := float32(1 / math.Sqrt(float64(ds)))
 	kern := in.m.Kernel
 	for si, s := range in.segs {
-		var exp *seqState
-		if in.export != nil {
-			exp = in.export[si]
-		}
+		exp := in.exportFor(si)
 		cont := !s.final && s.carry != nil // a later piece needs the final state
 		if s.off > 0 {
 			copy(in.state[:H*ds*hd], s.carry.s[li])
@@ -65,16 +62,7 @@ func (in *Instance) linPrefill(li int, lw *layerWeights) {
 				ep := in.epilogue()
 				ep.Scale = qscale
 				amx.MatMul(nq, qa, P, in.kt, in.scores, nq, ep)
-				for i := 0; i < nq; i++ {
-					row := in.scores[i*nq : i*nq+i+1]
-					Li := in.la[i]
-					for j, lj := range in.la[:i+1] {
-						row[j] *= expf(Li - lj)
-					}
-					prow := in.probs[i*nq : (i+1)*nq]
-					amx.ToBF16(prow[:i+1], row)
-					clear(prow[i+1:])
-				}
+				in.decayMask(nq)
 				in.vp = amx.PackFor(kern, in.vp, nq, hd, in.prjb[q0*P+2*ld+h*hd:], P)
 				out := in.mix[q0*lvw+h*hd:]
 				amx.MatMul(nq, in.probs, nq, in.vp, out, lvw, nil)
@@ -132,4 +120,39 @@ func (in *Instance) linPrefill(li int, lw *layerWeights) {
 	ep := in.epilogue()
 	ep.Accumulate = true
 	in.matmul(n, in.mixb, lvw, lw.wo, in.h, D, ep)
+}
+
+// linSub is the sub-block length of the decay mask: within a sub-block
+// e^(L_i−L_j) is one exp per pair; across sub-blocks it is the product of
+// two factors ≤ 1 through the later block's first position m,
+// e^(L_i−L_m)·e^(L_m−L_j), so a 64-chunk costs ~700 exps instead of 2080
+// and no product of many small factors is ever formed.
+const linSub = 16
+
+// decayMask multiplies the nq×nq intra-chunk scores by e^(L_i−L_j) for
+// j ≤ i (0 above the diagonal) and writes them to probs in bf16.
+func (in *Instance) decayMask(nq int) {
+	la := in.la[:nq]
+	in.decW = growF(in.decW, nq)
+	w := in.decW
+	for i := 0; i < nq; i++ {
+		m := i - i%linSub
+		if i == m {
+			for j := 0; j < m; j++ {
+				w[j] = expf(la[m] - la[j])
+			}
+		}
+		row := in.scores[i*nq : i*nq+i+1]
+		Li := la[i]
+		ui := expf(Li - la[m])
+		for j, wj := range w[:m] {
+			row[j] *= ui * wj
+		}
+		for j := m; j <= i; j++ {
+			row[j] *= expf(Li - la[j])
+		}
+		prow := in.probs[i*nq : (i+1)*nq]
+		amx.ToBF16(prow[:i+1], row)
+		clear(prow[i+1:])
+	}
 }

@@ -108,8 +108,8 @@ func (in *Instance) routePrefill(li int) {
 			if b0+RB >= s.n && !s.final && s.carry != nil {
 				in.blockSum(s.carry.msum[li], r0, nb)
 			}
-			if b0+RB >= s.n && in.export != nil && in.export[si] != nil {
-				st := in.export[si]
+			if b0+RB >= s.n && in.exportFor(si) != nil {
+				st := in.exportFor(si)
 				copy(st.mexp[li], e)
 				copy(st.mgate[li], g)
 				in.blockSum(st.msum[li], r0, nb)

@@ -29,7 +29,7 @@ var opNames = [numOps]string{"gemm", "attention", "norm/elementwise", "other"}
 // String names the category.
 func (o Op) String() string { return opNames[o] }
 
-// Profile accumulates time per category and weight-GEMM FLOPs.
+// Profile accumulates thread CPU time per category and weight-GEMM FLOPs.
 type Profile struct {
 	Time      [numOps]time.Duration
 	GEMMFlops float64
@@ -79,22 +79,25 @@ func (p *Profile) String() string {
 	return b.String()
 }
 
-func (in *Instance) tick() time.Time {
+// tick starts timing an op: the thread's CPU time, so the breakdown is
+// not skewed by other processes (the instance's goroutine should be
+// locked to its thread, as engine workers are).
+func (in *Instance) tick() time.Duration {
 	if in.Prof == nil {
-		return time.Time{}
+		return 0
 	}
-	return time.Now()
+	return threadCPU()
 }
 
-func (in *Instance) tock(op Op, t0 time.Time) {
+func (in *Instance) tock(op Op, t0 time.Duration) {
 	if in.Prof != nil {
-		in.Prof.Time[op] += time.Since(t0)
+		in.Prof.Time[op] += threadCPU() - t0
 	}
 }
 
-func (in *Instance) tockGEMM(t0 time.Time, m int, b *amx.Matrix) {
+func (in *Instance) tockGEMM(t0 time.Duration, m int, b *amx.Matrix) {
 	if in.Prof != nil {
-		in.Prof.Time[OpGEMM] += time.Since(t0)
+		in.Prof.Time[OpGEMM] += threadCPU() - t0
 		in.Prof.GEMMFlops += amx.FLOPs(m, b.K, b.N)
 	}
 }

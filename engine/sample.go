@@ -157,12 +157,44 @@ func bucketFloor(b int) float32 {
 }
 
 // argmax returns the index of the largest value (ties to the lower index).
+// Four independent running maxima keep the loop free of a serial
+// dependency; NaNs never win.
 func argmax(x []float32) int32 {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
+	n := len(x) &^ 3
+	var bi [4]int
+	var bv [4]float32
+	for l := range bv {
+		bv[l] = float32(math.Inf(-1))
+		bi[l] = -1
+	}
+	for i := 0; i < n; i += 4 {
+		v := x[i : i+4 : i+4]
+		if v[0] > bv[0] {
+			bv[0], bi[0] = v[0], i
 		}
+		if v[1] > bv[1] {
+			bv[1], bi[1] = v[1], i+1
+		}
+		if v[2] > bv[2] {
+			bv[2], bi[2] = v[2], i+2
+		}
+		if v[3] > bv[3] {
+			bv[3], bi[3] = v[3], i+3
+		}
+	}
+	best, bestV := -1, float32(math.Inf(-1))
+	for l := range bv {
+		if bi[l] >= 0 && (best < 0 || bv[l] > bestV || (bv[l] == bestV && bi[l] < best)) {
+			best, bestV = bi[l], bv[l]
+		}
+	}
+	for i := n; i < len(x); i++ {
+		if best < 0 || x[i] > bestV {
+			best, bestV = i, x[i]
+		}
+	}
+	if best < 0 {
+		return 0 // all −Inf or NaN
 	}
 	return int32(best)
 }

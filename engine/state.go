@@ -23,9 +23,9 @@ type seqState struct {
 
 	next    int32 // the token the next step feeds
 	req     Request
-	made    int // tokens generated
+	made    int     // tokens generated
+	gen     []int32 // the generated tokens (kept for Request.Allow)
 	rng     *rand.Rand
-	logits  []float32 // the last step's raw logits (for tests and scoring)
 	stopSet map[int32]bool
 }
 
@@ -57,6 +57,7 @@ func newSeqState(m *Model) *seqState {
 // reset clears the state for a new document (no reallocation).
 func (st *seqState) reset() {
 	st.pos, st.made, st.next = 0, 0, 0
+	st.gen = st.gen[:0]
 	for i := range st.s {
 		clear(st.k[i])
 		clear(st.v[i])
@@ -96,4 +97,12 @@ func (st *seqState) putKV(li, W, slot int, k, v []amx.BF16) {
 // exportLin stores the linear-attention state after the document's last token.
 func (in *Instance) exportLin(st *seqState, li int, state []float32) {
 	copy(st.s[li], state)
+}
+
+// exportFor is the decode state segment si exports to, or nil.
+func (in *Instance) exportFor(si int) *seqState {
+	if si < len(in.export) {
+		return in.export[si]
+	}
+	return nil
 }

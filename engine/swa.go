@@ -10,8 +10,8 @@ import (
 // output to h. Per document, queries of chunk c (window positions counted
 // from the document's start) attend to the keys of chunks c−1 and c, laid
 // out [prev; cur] so that query i's visible keys are the contiguous range
-// [i+1, W+i] (or [0, i] in the first chunk): one Q·Kᵀ GEMM, a masked
-// softmax, one P·V GEMM per head and chunk.
+// [i+1, W+i] (or [0, i] in the first chunk): Q·Kᵀ GEMMs, a masked softmax
+// over that range, P·V GEMMs, per head and chunk.
 func (in *Instance) swaPrefill(li int, lw *layerWeights) {
 	c := &in.m.Cfg
 	D, H, hd, W := c.DModel, c.SWAHeads, c.SWAHeadDim, c.Window
@@ -34,34 +34,41 @@ func (in *Instance) swaPrefill(li int, lw *layerWeights) {
 	t0 = in.tick()
 	in.scores = growF(in.scores, W*2*W)
 	in.probs = growB(in.probs, W*2*W)
+	in.swaTmp = growF(in.swaTmp, W*hd)
+	if len(in.prevK) < H {
+		in.prevK, in.prevV = make([]*amx.Matrix, H), make([]*amx.Matrix, H)
+		in.curK, in.curV = make([]*amx.Matrix, H), make([]*amx.Matrix, H)
+	}
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	kern := in.m.Kernel
 	for si, s := range in.segs {
 		for c0 := 0; c0 < s.n; c0 += W {
 			q0 := s.start + c0
 			nq := min(W, s.n-c0)
-			// Keys and values: rows [k0, q0+nq) of prjb, or for the first
-			// chunk of a continued piece, the carried chunk staged in
-			// front of this one.
-			kv, ldkv, k0 := in.prjb, P, q0
+			// Keys [prev chunk; this chunk]: each chunk's Kᵀ and V are packed
+			// once and reused as the next chunk's "prev". A continued piece's
+			// first chunk takes prev from the carry.
 			off := 0
-			switch {
-			case c0 > 0:
-				k0, off = q0-W, W
-			case s.off > 0:
-				kv, ldkv, k0, off = in.stageCarry(li, s.carry, q0, nq), 2*sd, 0, W
+			if c0 > 0 || s.off > 0 {
+				off = W
 			}
 			nk := off + nq
-			kcol, vcol := sd, 2*sd
-			if ldkv == 2*sd {
-				kcol, vcol = 0, sd
-			}
 			for h := 0; h < H; h++ {
-				in.kt = amx.PackTransposedFor(kern, in.kt, hd, nk, kv[k0*ldkv+kcol+h*hd:], ldkv)
+				in.curK[h] = amx.PackTransposedFor(kern, in.curK[h], hd, nq, in.prjb[q0*P+sd+h*hd:], P)
+				in.curV[h] = amx.PackFor(kern, in.curV[h], nq, hd, in.prjb[q0*P+2*sd+h*hd:], P)
+				if c0 == 0 && s.off > 0 {
+					in.prevK[h] = amx.PackTransposedFor(kern, in.prevK[h], hd, W, s.carry.k[li][h*hd:], sd)
+					in.prevV[h] = amx.PackFor(kern, in.prevV[h], W, hd, s.carry.v[li][h*hd:], sd)
+				}
+				qa := in.prjb[q0*P+h*hd:]
 				ep := in.epilogue()
 				ep.Scale = scale
-				amx.MatMul(nq, in.prjb[q0*P+h*hd:], P, in.kt, in.scores, nk, ep)
+				if off > 0 {
+					amx.MatMul(nq, qa, P, in.prevK[h], in.scores, nk, ep)
+				}
+				amx.MatMul(nq, qa, P, in.curK[h], in.scores[off:], nk, ep)
 				for i := 0; i < nq; i++ {
+					// Query i sees [i+1, W+i] of [prev; cur], or [0, i].
 					row := in.scores[i*nk : (i+1)*nk]
 					lo, hi := 0, i+1
 					if off > 0 {
@@ -73,11 +80,16 @@ func (in *Instance) swaPrefill(li int, lw *layerWeights) {
 					amx.ToBF16(prow[lo:hi], row[lo:hi])
 					clear(prow[hi:])
 				}
-				in.vp = amx.PackFor(kern, in.vp, nk, hd, kv[k0*ldkv+vcol+h*hd:], ldkv)
 				ep = in.epilogue()
 				ep.OutBF16, ep.LdOut = in.mixb[q0*sd+h*hd:], sd
-				amx.MatMul(nq, in.probs, nk, in.vp, nil, 0, ep)
+				if off > 0 {
+					amx.MatMul(nq, in.probs, nk, in.prevV[h], in.swaTmp, hd, nil)
+					ep.Accumulate = true
+				}
+				amx.MatMul(nq, in.probs[off:], nk, in.curV[h], in.swaTmp, hd, ep)
 			}
+			in.prevK, in.curK = in.curK, in.prevK
+			in.prevV, in.curV = in.curV, in.prevV
 		}
 		if !s.final && s.carry != nil {
 			// The piece ends on a chunk boundary: its last chunk is the
@@ -88,8 +100,8 @@ func (in *Instance) swaPrefill(li int, lw *layerWeights) {
 				copy(s.carry.v[li][i*sd:(i+1)*sd], in.prjb[r*P+2*sd:r*P+3*sd])
 			}
 		}
-		if in.export != nil && in.export[si] != nil {
-			in.exportSWA(in.export[si], li, s)
+		if in.exportFor(si) != nil {
+			in.exportSWA(in.exportFor(si), li, s)
 		}
 	}
 	in.tock(OpAttention, t0)
@@ -97,22 +109,4 @@ func (in *Instance) swaPrefill(li int, lw *layerWeights) {
 	ep := in.epilogue()
 	ep.Accumulate = true
 	in.matmul(n, in.mixb, sd, lw.wo, in.h, D, ep)
-}
-
-// stageCarry lays out [carried K|V of the previous chunk; K|V of rows
-// q0..q0+nq) as rows of width 2·sd and returns the buffer.
-func (in *Instance) stageCarry(li int, cr *carry, q0, nq int) []amx.BF16 {
-	c := &in.m.Cfg
-	W, sd := c.Window, c.SWAHeads*c.SWAHeadDim
-	P := 3 * sd
-	in.stage = growB(in.stage, (W+nq)*2*sd)
-	for i := 0; i < W; i++ {
-		copy(in.stage[i*2*sd:i*2*sd+sd], cr.k[li][i*sd:(i+1)*sd])
-		copy(in.stage[i*2*sd+sd:(i+1)*2*sd], cr.v[li][i*sd:(i+1)*sd])
-	}
-	for i := 0; i < nq; i++ {
-		r := q0 + i
-		copy(in.stage[(W+i)*2*sd:(W+i+1)*2*sd], in.prjb[r*P+sd:r*P+3*sd])
-	}
-	return in.stage
 }

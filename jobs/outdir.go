@@ -54,6 +54,20 @@ func (d OutDir) Prepare(m Manifest, force bool) error {
 			return err
 		}
 	}
+	// Ranks of an array start together: one at a time checks and writes the
+	// manifest, and may then clear temporaries a killed run left of it.
+	ml, err := os.OpenFile(filepath.Join(d.Path, LockDir, "_manifest.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer ml.Close()
+	if err := unix.Flock(int(ml.Fd()), unix.LOCK_EX); err != nil {
+		return fmt.Errorf("lock %s: %w", ml.Name(), err)
+	}
+	stale, _ := filepath.Glob(filepath.Join(d.Path, "."+ManifestName+".tmp-*"))
+	for _, f := range stale {
+		os.Remove(f)
+	}
 	m.Version = 1
 	m.Format = d.Format
 	if m.Fingerprint == "" && m.Job != nil {

@@ -19,6 +19,7 @@ import (
 type shardRun struct {
 	Shard
 	name string
+	lock *jobs.PartLock // held from claim until the marker is written
 
 	total   int64
 	fileErr error
@@ -58,7 +59,7 @@ func (r *runner) collect(in <-chan event, fail func(error)) error {
 		case ev.start != nil:
 			sr := ev.start
 			if firstErr != nil {
-				sr.dead = true
+				r.abort(sr)
 				break
 			}
 			if err := r.begin(sr); err != nil {
@@ -208,7 +209,9 @@ func (r *runner) maybeFinish(sr *shardRun) error {
 		return err
 	}
 	crashPoint("marked")
-	r.sum.shardsDone.Add(1)
+	sr.lock.Unlock()
+	sr.lock = nil
+	r.st.shardsDone.Add(1)
 	r.st.doneBytes.Add(sr.Size)
 	r.st.doneText.Add(sr.textBytes)
 	return nil
@@ -229,14 +232,14 @@ func (r *runner) abort(sr *shardRun) {
 		sr.rej.abort()
 	}
 	sr.pending = nil
+	sr.lock.Unlock()
+	sr.lock = nil
 }
 
 // appendRow appends one result row in schema order.
 func (r *runner) appendRow(b *array.RecordBuilder, it *item) {
-	keep := map[string]int{}
-	for i, k := range r.cfg.Job.Keep {
-		keep[k] = i
-	}
+	nKeep := len(r.cfg.Job.Keep)
+	firstKeep := len(r.schema.Fields()) - nKeep // keep columns come last, in Job.Keep order
 	for i, f := range r.schema.Fields() {
 		fb := b.Field(i)
 		switch f.Name {
@@ -269,9 +272,9 @@ func (r *runner) appendRow(b *array.RecordBuilder, it *item) {
 		case jobs.ColEmbedding:
 			appendList(fb.(*array.ListBuilder), it.res.embedding)
 		default:
-			k := keep[f.Name]
+			k := i - firstKeep
 			sb := fb.(*array.StringBuilder)
-			if k < len(it.doc.Keep) && it.doc.Keep[k].Valid {
+			if k >= 0 && k < len(it.doc.Keep) && it.doc.Keep[k].Valid {
 				sb.Append(it.doc.Keep[k].S)
 			} else {
 				sb.AppendNull()

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -93,6 +94,7 @@ type fakeModel struct {
 	workers atomic.Int64
 	calls   atomic.Int64
 	failAt  int64 // Forward call number that fails (0: never)
+	delay   time.Duration
 }
 
 func (m *fakeModel) NewWorker() (Worker, error) {
@@ -106,6 +108,7 @@ func (m *fakeModel) StopIDs() []int32       { return []int32{EOS} }
 type fakeWorker struct{ m *fakeModel }
 
 func (w *fakeWorker) Forward(docs [][]int32, want Want) ([]Output, error) {
+	time.Sleep(w.m.delay)
 	if n := w.m.calls.Add(1); w.m.failAt > 0 && n == w.m.failAt {
 		return nil, errors.New("injected engine failure")
 	}

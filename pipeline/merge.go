@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -60,7 +61,7 @@ func (r *runner) merge() error {
 			return fmt.Errorf("create %s: %w", final, err)
 		}
 		for _, p := range parts {
-			if err := copyRecords(p, r.out.format, w.Write); err != nil {
+			if err := copyRecords(p, r.out.format, func(rec arrow.RecordBatch) error { return writeAs(w, r.schema, rec) }); err != nil {
 				w.Abort()
 				return fmt.Errorf("merge %s: %w", p, err)
 			}
@@ -74,6 +75,28 @@ func (r *runner) merge() error {
 	r.unlockAll()
 	lk.Unlock()
 	return os.RemoveAll(r.od.Path)
+}
+
+// writeAs writes rec under schema: a part read back carries its reader's
+// idea of the schema (Parquet field ids, list element names), while the
+// columns' data are laid out exactly as written, so they are re-typed.
+func writeAs(w PartWriter, schema *arrow.Schema, rec arrow.RecordBatch) error {
+	if rec.NumCols() != int64(schema.NumFields()) {
+		return fmt.Errorf("part has %d columns, the job's schema %d", rec.NumCols(), schema.NumFields())
+	}
+	cols := make([]arrow.Array, rec.NumCols())
+	for i, c := range rec.Columns() {
+		d := c.Data()
+		nd := array.NewData(schema.Field(i).Type, d.Len(), d.Buffers(), d.Children(), d.NullN(), d.Offset())
+		cols[i] = array.MakeFromData(nd)
+		nd.Release()
+	}
+	out := array.NewRecordBatch(schema, cols, rec.NumRows())
+	for _, c := range cols {
+		c.Release()
+	}
+	defer out.Release()
+	return w.Write(out)
 }
 
 // copyRecords streams the record batches of an output file to write.

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/onecore-dev/onecore/jobs"
 )
@@ -378,5 +379,39 @@ func TestSpanContinuations(t *testing.T) {
 		if got := spanContinuations(doc, tc.gen, []int32{EOS}); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("gen %v: got %v want %v", tc.gen, got, tc.want)
 		}
+	}
+}
+
+// TestOverlappingRuns: two runs of the same job into the same directory at
+// once (overlapping cron jobs) share the shards through the part locks:
+// each shard is written by exactly one of them.
+func TestOverlappingRuns(t *testing.T) {
+	src, shards := corpus(8, 20)
+	out := filepath.Join(t.TempDir(), "out")
+	sums := make([]*Summary, 2)
+	errs := make([]error, 2)
+	done := make(chan int)
+	for k := range 2 {
+		go func() {
+			cfg := testConfig(t, jobs.TaskScore, src, shards, out)
+			cfg.Model = &fakeModel{delay: 5 * time.Millisecond}
+			cfg.Workers, cfg.PackTok = 1, 64
+			sums[k], errs[k] = Run(context.Background(), cfg)
+			done <- k
+		}()
+		time.Sleep(30 * time.Millisecond)
+	}
+	<-done
+	<-done
+	for k := range 2 {
+		if errs[k] != nil {
+			t.Fatal(errs[k])
+		}
+	}
+	if sums[0].ShardsDone+sums[1].ShardsDone != 8 || sums[0].ShardsDone == 0 || sums[1].ShardsDone == 0 {
+		t.Fatalf("shards done: %d + %d (want 8, shared)", sums[0].ShardsDone, sums[1].ShardsDone)
+	}
+	if got := byID(t, readRows(t, out)); len(got) != 160 {
+		t.Fatalf("%d rows", len(got))
 	}
 }

@@ -52,6 +52,8 @@ func (r *runner) startProgress() func() {
 			for {
 				select {
 				case <-stop:
+					d, k := rates()
+					bar.Describe(fmt.Sprintf("%d docs %.0f docs/s %.0f tok/s %d rejected", r.st.rowsOut.Load(), d, k, r.st.rejected.Load()))
 					bar.Set64(r.progressBytes())
 					bar.Finish()
 					fmt.Fprintln(r.cfg.Progress)
@@ -76,7 +78,7 @@ func (r *runner) startProgress() func() {
 					d, k := rates()
 					done := r.progressBytes()
 					args := []any{"docs", r.st.rowsOut.Load(), "rejected", r.st.rejected.Load(), "docs_per_s", int(d), "tok_per_s", int(k),
-						"shards_done", r.sum.doneCount(), "shards_todo", r.sum.ShardsToDo}
+						"shards_done", r.st.shardsDone.Load(), "shards_todo", r.sum.ShardsToDo}
 					if done > 0 && r.total > 0 {
 						el := time.Since(start)
 						eta := time.Duration(float64(el) * float64(r.total-done) / float64(done)).Round(time.Second)

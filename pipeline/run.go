@@ -111,12 +111,15 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err != nil {
 		return r.sum, err
 	}
+	if r.sum.Rejected > 0 || r.sum.BadFiles > 0 {
+		r.sum.Rejects = filepath.Join(od.Path, jobs.RejectsDir) + "/"
+	}
 	if ctx.Err() != nil {
 		r.sum.Interrupted = true
 		return r.sum, nil
 	}
 	if out.merge != "" {
-		if r.sum.ShardsLocked > 0 {
+		if r.sum.ShardsLocked > 0 || r.sum.ShardsDone+r.sum.ShardsAlreadyDone != r.sum.ShardsAssigned {
 			return r.sum, fmt.Errorf("%d shard(s) are being written by another running onecore; %s not assembled (rerun when it has finished)", r.sum.ShardsLocked, out.merge)
 		}
 		if err := r.merge(); err != nil {
@@ -209,11 +212,12 @@ func resolveOutput(out, format string, p jobs.Placement) (output, error) {
 
 // stats are the run's live counters (atomics: read by the progress loop).
 type stats struct {
-	rowsIn, rowsOut, rejected, tokens, docsSeen atomic.Int64
-	badFiles, files                             atomic.Int64
-	doneBytes, doneText                         atomic.Int64          // finished shards: input bytes, text bytes
-	textSeen                                    atomic.Int64          // text bytes collected
-	busy                                        [nStages]atomic.Int64 // nanoseconds
+	rowsIn, rowsOut, rejected, tokens atomic.Int64
+	badFiles, files, shardsDone       atomic.Int64
+	doneBytes, doneText               atomic.Int64          // finished shards: input bytes, text bytes
+	textSeen                          atomic.Int64          // text bytes collected
+	locked, doneMeanwhile             atomic.Int64          // shards skipped at claim time
+	busy                              [nStages]atomic.Int64 // nanoseconds
 }
 
 const (
@@ -237,12 +241,15 @@ type runner struct {
 	out    output
 	sum    *Summary
 	st     stats
-	work   []*shardRun // shards this run processes (locked)
-	locks  []*jobs.PartLock
-	total  int64 // input bytes of work
+	work   []*shardRun // unfinished shards of this rank
+	total  int64       // input bytes of work
+	prevMu sync.Mutex
 }
 
-// plan picks this rank's shards, skips finished ones and takes the locks.
+// plan picks this rank's shards and skips finished ones. Locks are taken
+// one shard at a time, just before reading it (claim): a run holds few
+// descriptors however many shards there are, and two overlapping runs
+// share the remaining shards instead of one skipping everything.
 func (r *runner) plan() error {
 	idx := jobs.Assign(len(r.cfg.Shards), r.cfg.Placement)
 	seen := map[string]string{}
@@ -261,23 +268,6 @@ func (r *runner) plan() error {
 			r.sum.Previous.add(m)
 			continue
 		}
-		lk, err := r.od.Lock(name)
-		if errors.Is(err, jobs.ErrLocked) {
-			r.sum.ShardsLocked++
-			r.cfg.Log.Warn("shard skipped: another onecore is writing its part", "shard", sh.Key)
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		r.locks = append(r.locks, lk)
-		// Re-check under the lock: the run that held it may have finished.
-		if m, done, _ := r.od.Done(name); done {
-			r.sum.ShardsAlreadyDone++
-			r.sum.Previous.add(m)
-			continue
-		}
-		r.removeStale(name)
 		r.work = append(r.work, &shardRun{Shard: sh, name: name})
 		r.total += sh.Size
 	}
@@ -288,7 +278,7 @@ func (r *runner) plan() error {
 // removeStale deletes temporaries a killed run left for part name (we hold
 // its lock, so no live process is writing them).
 func (r *runner) removeStale(name string) {
-	for _, dir := range []string{r.od.Path, filepath.Join(r.od.Path, jobs.RejectsDir)} {
+	for _, dir := range []string{r.od.Path, filepath.Join(r.od.Path, jobs.RejectsDir), filepath.Join(r.od.Path, jobs.DoneDir)} {
 		matches, _ := filepath.Glob(filepath.Join(dir, "."+name+"*"))
 		for _, m := range matches {
 			os.Remove(m)
@@ -297,10 +287,35 @@ func (r *runner) removeStale(name string) {
 }
 
 func (r *runner) unlockAll() {
-	for _, l := range r.locks {
-		l.Unlock()
+	for _, sr := range r.work {
+		sr.lock.Unlock()
+		sr.lock = nil
 	}
-	r.locks = nil
+}
+
+// claim takes the shard's part lock; false when another live process holds
+// it or finished the shard meanwhile (re-checked under the lock).
+func (r *runner) claim(sr *shardRun) (bool, error) {
+	lk, err := r.od.Lock(sr.name)
+	if errors.Is(err, jobs.ErrLocked) {
+		r.st.locked.Add(1)
+		r.cfg.Log.Warn("shard skipped: another onecore is writing its part", "shard", sr.Key)
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if m, done, _ := r.od.Done(sr.name); done {
+		lk.Unlock()
+		r.st.doneMeanwhile.Add(1)
+		r.prevMu.Lock()
+		r.sum.Previous.add(m)
+		r.prevMu.Unlock()
+		return false, nil
+	}
+	r.removeStale(sr.name)
+	sr.lock = lk
+	return true, nil
 }
 
 // execute runs the stages over r.work.
@@ -327,7 +342,7 @@ func (r *runner) execute(ctx context.Context) error {
 	go func() { // reader
 		defer producers.Done()
 		defer close(tokCh)
-		r.read(ctx, tokCh, collCh)
+		r.read(ctx, tokCh, collCh, fail)
 	}()
 
 	var tokWG sync.WaitGroup
@@ -369,11 +384,17 @@ func (r *runner) execute(ctx context.Context) error {
 }
 
 // read streams the work shards, one after another, into the tokenizer pool.
-func (r *runner) read(ctx context.Context, tokCh chan<- *item, collCh chan<- event) {
+func (r *runner) read(ctx context.Context, tokCh chan<- *item, collCh chan<- event, fail func(error)) {
 	opts := ReadOptions{TextField: r.cfg.Job.TextField, IDField: r.cfg.Job.IDField, Keep: r.keepFields(), MaxDocBytes: r.cfg.Job.MaxDocBytes}
 	for _, sr := range r.work {
 		if ctx.Err() != nil {
 			return
+		}
+		if ok, err := r.claim(sr); err != nil {
+			fail(err)
+			return
+		} else if !ok {
+			continue
 		}
 		collCh <- event{start: sr}
 		t0 := time.Now()

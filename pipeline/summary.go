@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/onecore-dev/onecore/jobs"
@@ -28,7 +27,6 @@ type Summary struct {
 	ShardsLocked      int `json:"shards_locked"`       // being written by another live run: skipped
 	ShardsToDo        int `json:"shards_todo"`
 	ShardsDone        int `json:"shards_done"` // finished (marked complete) by this run
-	shardsDone        atomic.Int64
 
 	// Previous totals the skipped, already finished shards (from their markers).
 	Previous Totals `json:"previous"`
@@ -65,7 +63,10 @@ func newSummary(c Config) *Summary {
 func (s *Summary) finish(wall time.Duration, st *stats) {
 	s.RowsIn, s.RowsOut, s.Rejected = st.rowsIn.Load(), st.rowsOut.Load(), st.rejected.Load()
 	s.Files, s.BadFiles, s.Tokens = st.files.Load(), st.badFiles.Load(), st.tokens.Load()
-	s.ShardsDone = int(s.shardsDone.Load())
+	s.ShardsDone = int(st.shardsDone.Load())
+	s.ShardsLocked = int(st.locked.Load())
+	s.ShardsAlreadyDone += int(st.doneMeanwhile.Load())
+	s.ShardsToDo -= s.ShardsLocked + int(st.doneMeanwhile.Load())
 	s.WallS = wall.Seconds()
 	if s.WallS > 0 {
 		s.TokPerS = float64(s.Tokens) / s.WallS
@@ -76,8 +77,6 @@ func (s *Summary) finish(wall time.Duration, st *stats) {
 		s.BusyS[n] = time.Duration(st.busy[i].Load()).Seconds()
 	}
 }
-
-func (s *Summary) doneCount() int64 { return s.shardsDone.Load() }
 
 // Partial reports whether rows or files were rejected (exit code 3).
 func (s *Summary) Partial() bool {

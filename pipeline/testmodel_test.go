@@ -75,7 +75,10 @@ func writeTokenizer(t testing.TB, path string) int {
 
 // writeTinyModel writes a small random-init checkpoint (hybrid layers, a
 // classifier head, generation.json) with a byte-level tokenizer into dir.
-func writeTinyModel(t testing.TB, dir string) {
+func writeTinyModel(t testing.TB, dir string) { writeTinyModelHead(t, dir, true) }
+
+// writeTinyModelHead is writeTinyModel with or without the classifier head.
+func writeTinyModelHead(t testing.TB, dir string, head bool) {
 	t.Helper()
 	c := engine.DefaultConfig()
 	c.VocabSize = 288
@@ -93,6 +96,11 @@ func writeTinyModel(t testing.TB, dir string) {
 	ts[engine.HeadClsB] = []float32{0.1, -0.1}
 	gen := &engine.Generation{StopIDs: []int32{engine.EosID, 13 /* "\n" */}, Labels: []string{"spam", "ham"},
 		Templates: map[string]string{"extract": "{text}\nQ: {question}\nA:"}}
+	if !head {
+		delete(ts, engine.HeadClsW)
+		delete(ts, engine.HeadClsB)
+		gen.Labels = nil
+	}
 	if err := engine.SaveCheckpoint(dir, &c, ts, gen); err != nil {
 		t.Fatal(err)
 	}

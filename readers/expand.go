@@ -72,6 +72,9 @@ func Expand(inputs []string) ([]Shard, error) {
 			if err != nil {
 				return nil, fmt.Errorf("input %q: %w", in, err)
 			}
+			if isGlob && hiddenName(filepath.Base(p)) {
+				continue // as a shell glob would, and as directory walks do
+			}
 			if !st.IsDir() {
 				if FormatOf(p) == FormatUnknown {
 					if isGlob {
@@ -88,7 +91,7 @@ func Expand(inputs []string) ([]Shard, error) {
 					return err
 				}
 				name := d.Name()
-				if path != root && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+				if path != root && hiddenName(name) {
 					if d.IsDir() {
 						return filepath.SkipDir
 					}
@@ -126,4 +129,11 @@ func Expand(inputs []string) ([]Shard, error) {
 	}
 	sort.Slice(shards, func(i, j int) bool { return shards[i].Path < shards[j].Path })
 	return shards, nil
+}
+
+// hiddenName reports names that directory walks and globs skip: hidden
+// files, and Spark/Hive markers and staging folders (_SUCCESS, _temporary),
+// which also covers the writers' own .*.tmp-* files.
+func hiddenName(name string) bool {
+	return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")
 }

@@ -175,6 +175,10 @@ func (s *jsonlSource) next(doc *Document) error {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue // blank lines are not rows
 		}
+		if int64(len(line)) > s.opts.MaxDocBytes { // a long line that still fit the buffer
+			return &Reject{File: s.path, Row: row, Excerpt: excerpt(line),
+				Reason: fmt.Sprintf("line is %d bytes, over the limit of %d (MaxDocBytes)", len(line), s.opts.MaxDocBytes)}
+		}
 		return s.parse(line, row, doc)
 	}
 }

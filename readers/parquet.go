@@ -164,9 +164,10 @@ func describe(c *parquet.Column) string {
 func (s *parquetSource) close() error { return s.f.Close() }
 
 func (s *parquetSource) next(doc *Document) (err error) {
+	row := s.row
 	defer func() {
 		if p := recover(); p != nil {
-			err = &FileError{File: s.path, Row: s.row, Err: fmt.Errorf("corrupt Parquet data (decoder panic: %v)", p)}
+			err = &FileError{File: s.path, Row: row, Err: fmt.Errorf("corrupt Parquet data (decoder panic: %v)", p)}
 		}
 	}()
 	for s.rgLeft == 0 {
@@ -177,6 +178,7 @@ func (s *parquetSource) next(doc *Document) (err error) {
 		rg := rgs[s.rg]
 		chunks := rg.ColumnChunks()
 		for _, lc := range s.cursors {
+			lc.release()
 			if lc.pages != nil {
 				lc.pages.Close()
 			}
@@ -189,7 +191,6 @@ func (s *parquetSource) next(doc *Document) (err error) {
 		s.rgLeft = rg.NumRows()
 		s.rg++
 	}
-	row := s.row
 	fail := func(err error) error {
 		return &FileError{File: s.path, Row: row, Err: fmt.Errorf("row group %d: %w", s.rg-1, err)}
 	}
@@ -289,8 +290,7 @@ func (s *parquetSource) utf8(b []byte, field string) (string, error) {
 		return string(toValidUTF8(b)), nil
 	}
 	if s.opts.Borrow {
-		// page buffers are never recycled (pages are not Released), so
-		// this stays valid even past the next row
+		// valid until the page is released, after this row
 		return unsafe.String(unsafe.SliceData(b), len(b)), nil
 	}
 	return string(b), nil
@@ -417,8 +417,8 @@ func (s *parquetSource) nested(kc *keepColumn, leaves [][]parquet.Value) (string
 			row = append(row, v.Level(v.RepetitionLevel(), v.DefinitionLevel(), j))
 		}
 	}
-	var m map[string]any
-	if err := kc.schema.Reconstruct(&m, row); err != nil {
+	m := map[string]any{}
+	if err := reconstruct(kc.schema, &m, row); err != nil {
 		return "", false, fmt.Errorf("%q: %v", kc.name, err)
 	}
 	val, ok := m[kc.name]
@@ -431,6 +431,17 @@ func (s *parquetSource) nested(kc *keepColumn, leaves [][]parquet.Value) (string
 	}
 	str, err := s.utf8(b, kc.name)
 	return str, err == nil, err
+}
+
+// reconstruct is Schema.Reconstruct with its panics (it panics when the
+// row does not fit the schema) turned into errors.
+func reconstruct(schema *parquet.Schema, m *map[string]any, row parquet.Row) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("cannot rebuild nested value: %v", p)
+		}
+	}()
+	return schema.Reconstruct(m, row)
 }
 
 // isTopNull reports whether a definition level of 0 means the field itself
@@ -486,6 +497,7 @@ type leafCursor struct {
 	col   *parquet.Column
 	index int
 	pages parquet.Pages
+	page  parquet.Page // current page, released when done (flat columns)
 	vr    parquet.ValueReader
 	buf   []parquet.Value
 	i     int
@@ -506,6 +518,7 @@ func (c *leafCursor) fill() error {
 			}
 			c.vr = nil
 		}
+		c.release()
 		p, err := c.pages.ReadPage()
 		if err == io.EOF {
 			return fmt.Errorf("column %q: ran out of values before the row group's row count", c.col.Name())
@@ -513,9 +526,21 @@ func (c *leafCursor) fill() error {
 		if err != nil {
 			return fmt.Errorf("column %q: %w", c.col.Name(), err)
 		}
-		c.vr = p.Values()
+		c.page, c.vr = p, p.Values()
 	}
 	return nil
+}
+
+// release hands the current page's buffers back to parquet-go for reuse by
+// the next page, which saves allocating and zeroing a buffer per page. Only
+// for flat columns: their values of earlier rows have all been consumed
+// (Options.Borrow strings are valid only until the next Next call), while a
+// repeated column's row can span two pages.
+func (c *leafCursor) release() {
+	if c.page != nil && c.col.MaxRepetitionLevel() == 0 {
+		parquet.Release(c.page)
+	}
+	c.page = nil
 }
 
 // nextRow returns the values of the next row: one value for a flat column,

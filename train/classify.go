@@ -62,12 +62,8 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 	}
 	var recs []rec
 	labelSet := map[string]bool{}
-	err = readRecords(o.Data, func(path string, line int, r map[string]string) error {
-		t, ok1 := r[o.TextField]
-		l, ok2 := r[o.LabelField]
-		if !ok1 || !ok2 {
-			return fmt.Errorf("data %s:%d: record needs fields %q and %q", path, line, o.TextField, o.LabelField)
-		}
+	rejects, err := readRecords(o.Data, []string{o.TextField, o.LabelField}, func(vals []string) error {
+		t, l := vals[0], vals[1]
 		recs = append(recs, rec{t, l})
 		labelSet[l] = true
 		return nil
@@ -109,7 +105,7 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 	if len(trainDocs) == 0 || len(valDocs) == 0 {
 		return nil, fmt.Errorf("data: %d training and %d held-out documents; need both (adjust --val-permille)", len(trainDocs), len(valDocs))
 	}
-	log.Info("classify data", "labels", L, "train_docs", len(trainDocs), "val_docs", len(valDocs))
+	log.Info("classify data", "rejected_rows", rejects, "labels", L, "train_docs", len(trainDocs), "val_docs", len(valDocs))
 
 	p := NewParams[float32](ParamSpecs(c, L))
 	for _, s := range ParamSpecs(c, 0) {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/onecore-dev/onecore/internal/testenv"
 )
@@ -86,12 +87,55 @@ func TestCLITrainedCheckpointForward(t *testing.T) {
 	cb, _ := json.Marshal(smallConfig())
 	os.WriteFile(cfgPath, cb, 0o644)
 	ck := filepath.Join(work, "ck")
-	run(t, "train", "pretrain", "--config", cfgPath, "--data", "/usr/local/go/src/unicode/utf8", "--tokenizer", tok,
-		"--out", ck, "--tokens", "6400", "--batch", "2", "--seq-len", "64", "--negatives", "64", "--lr", "3e-3",
-		"--warmup", "5", "--eval-every", "0", "--generations", "1", "--val-permille", "200", "--val-tokens", "512")
+	pretrain := func(out string, extra ...string) *exec.Cmd {
+		args := append([]string{"train", "pretrain", "--config", cfgPath, "--data", "/usr/local/go/src/unicode/utf8", "--tokenizer", tok,
+			"--out", out, "--tokens", "6400", "--batch", "2", "--seq-len", "64", "--negatives", "64", "--lr", "3e-3",
+			"--warmup", "5", "--eval-every", "0", "--ckpt-every", "1280", "--generations", "1", "--val-permille", "200", "--val-tokens", "512"}, extra...)
+		return exec.Command(testenv.Binary(t), args...)
+	}
+	if out, err := pretrain(ck).CombinedOutput(); err != nil {
+		t.Fatalf("pretrain: %v\n%s", err, out)
+	}
 	for _, f := range []string{"config.json", "model.safetensors", "generation.json", "tokenizer.json", "metrics.jsonl", "train_state/state.json", "train_state/optimizer.safetensors"} {
 		if _, err := os.Stat(filepath.Join(ck, f)); err != nil {
 			t.Errorf("checkpoint lacks %s", f)
+		}
+	}
+
+	// SIGKILL after the first checkpoint, then --resume: the loss curve is
+	// the uninterrupted one, bit for bit
+	killed := filepath.Join(work, "killed")
+	cmd := pretrain(killed)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if b, err := os.ReadFile(filepath.Join(killed, "train_state", "state.json")); err == nil && strings.Contains(string(b), `"step": 10`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("no checkpoint at step 10 within 2 minutes")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Kill() // SIGKILL
+	cmd.Wait()
+	if b, _ := os.ReadFile(filepath.Join(killed, "train_state", "state.json")); strings.Contains(string(b), `"step": 50`) {
+		t.Fatal("the run finished before it could be killed")
+	}
+	if out, err := pretrain(killed, "--resume").CombinedOutput(); err != nil {
+		t.Fatalf("pretrain --resume: %v\n%s", err, out)
+	}
+	want, _ := readMetrics(t, ck)
+	got, _ := readMetrics(t, killed)
+	if len(want) != 50 || len(got) != 50 {
+		t.Fatalf("metrics: %d steps uninterrupted, %d killed+resumed; want 50", len(want), len(got))
+	}
+	for s := int64(1); s <= 50; s++ {
+		if got[s] != want[s] {
+			t.Fatalf("step %d: loss %v after kill+resume, %v uninterrupted", s, got[s], want[s])
 		}
 	}
 

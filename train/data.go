@@ -1,10 +1,8 @@
 package train
 
 import (
-	"bufio"
 	"bytes"
-	"compress/gzip"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -16,7 +14,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/klauspost/compress/zstd"
+	"github.com/onecore-dev/onecore/readers"
 )
 
 // Tokenizer is what training needs from a tokenizer: text to ids without
@@ -26,32 +24,35 @@ type Tokenizer interface {
 	Decode(ids []int32) string
 }
 
-// ReadDocuments calls fn for every document under paths: a directory
-// contributes each text file below it (binary files and dot-directories are
-// skipped), a .jsonl/.ndjson file (optionally .gz or .zst) one document per
-// line taken from textField, any other file one document. Glob patterns are
-// expanded. Errors name the file and line.
-func ReadDocuments(paths []string, textField string, fn func(text string) error) error {
+// ReadDocuments calls fn for every document under paths: Parquet and JSON
+// Lines files (.parquet, .jsonl/.ndjson/.json, optionally .gz/.zst) give one
+// document per row, its text in textField (read by the readers package;
+// malformed rows are skipped and counted in the returned rejects); any other
+// file is one document; a directory contributes every such file below it
+// (binary files and dot-directories skipped). Glob patterns are expanded.
+func ReadDocuments(paths []string, textField string, fn func(text string) error) (rejects int, err error) {
 	for _, p := range paths {
 		matches := []string{p}
 		if strings.ContainsAny(p, "*?[") {
 			m, err := filepath.Glob(p)
 			if err != nil {
-				return fmt.Errorf("data %q: %w", p, err)
+				return rejects, fmt.Errorf("data %q: %w", p, err)
 			}
 			if len(m) == 0 {
-				return fmt.Errorf("data %q: no file matches", p)
+				return rejects, fmt.Errorf("data %q: no file matches", p)
 			}
 			matches = m
 		}
 		for _, path := range matches {
 			st, err := os.Stat(path)
 			if err != nil {
-				return fmt.Errorf("data: %w", err)
+				return rejects, fmt.Errorf("data: %w", err)
 			}
 			if !st.IsDir() {
-				if err := readFile(path, textField, true, fn); err != nil {
-					return err
+				n, err := readFile(path, textField, true, fn)
+				rejects += n
+				if err != nil {
+					return rejects, err
 				}
 				continue
 			}
@@ -69,86 +70,69 @@ func ReadDocuments(paths []string, textField string, fn func(text string) error)
 				return nil
 			})
 			if err != nil {
-				return fmt.Errorf("data: %w", err)
+				return rejects, fmt.Errorf("data: %w", err)
 			}
 			sort.Strings(files)
 			for _, f := range files {
-				if err := readFile(f, textField, false, fn); err != nil {
-					return err
+				n, err := readFile(f, textField, false, fn)
+				rejects += n
+				if err != nil {
+					return rejects, err
 				}
 			}
 		}
 	}
-	return nil
+	return rejects, nil
 }
 
-func isJSONL(name string) bool {
-	name = strings.TrimSuffix(strings.TrimSuffix(name, ".gz"), ".zst")
-	return strings.HasSuffix(name, ".jsonl") || strings.HasSuffix(name, ".ndjson")
+// readRows streams the rows of a Parquet/JSONL shard: fn gets the text
+// field and the keep fields (ok false when missing or null). Malformed rows
+// are counted and skipped; an unreadable file is an error.
+func readRows(path, textField string, keep []string, fn func(row int64, text string, vals []readers.Value) error) (rejects int, err error) {
+	r, err := readers.Open(path, readers.Options{TextField: textField, Keep: keep, UTF8: readers.UTF8Repair})
+	if err != nil {
+		return 0, fmt.Errorf("data: %w", err)
+	}
+	defer r.Close()
+	for {
+		doc, err := r.Next()
+		if err == io.EOF {
+			return rejects, nil
+		}
+		var rej *readers.Reject
+		if errors.As(err, &rej) {
+			rejects++
+			continue
+		}
+		if err != nil {
+			return rejects, fmt.Errorf("data: %w", err)
+		}
+		if err := fn(doc.Source.Row, doc.Text, doc.Keep); err != nil {
+			return rejects, err
+		}
+	}
 }
 
 // readFile reads one file; explicit files must be text, files found by a
 // directory walk are skipped when they look binary.
-func readFile(path, textField string, explicit bool, fn func(string) error) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("data: %w", err)
+func readFile(path, textField string, explicit bool, fn func(string) error) (int, error) {
+	if readers.FormatOf(path) != readers.FormatUnknown {
+		return readRows(path, textField, nil, func(_ int64, text string, _ []readers.Value) error { return fn(text) })
 	}
-	defer f.Close()
-	r, closeR, err := decompress(path, f)
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return err
-	}
-	defer closeR()
-	if isJSONL(path) {
-		return readJSONL(path, r, textField, fn)
-	}
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return fmt.Errorf("data %s: %w", path, err)
+		return 0, fmt.Errorf("data: %w", err)
 	}
 	if bytes.IndexByte(b, 0) >= 0 || !utf8.Valid(b) {
 		if explicit {
-			return fmt.Errorf("data %s: not UTF-8 text", path)
+			return 0, fmt.Errorf("data %s: not UTF-8 text (structured data must end in .parquet, .jsonl, .jsonl.gz or .jsonl.zst)", path)
 		}
-		return nil
+		return 0, nil
 	}
 	if len(b) == 0 {
-		return nil
+		return 0, nil
 	}
-	return fn(string(b))
-}
-
-func readJSONL(path string, r io.Reader, textField string, fn func(string) error) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<30)
-	line := 0
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
-		var rec map[string]json.RawMessage
-		if err := json.Unmarshal(b, &rec); err != nil {
-			return fmt.Errorf("data %s:%d: %w", path, line, err)
-		}
-		raw, ok := rec[textField]
-		if !ok {
-			return fmt.Errorf("data %s:%d: no field %q", path, line, textField)
-		}
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return fmt.Errorf("data %s:%d: field %q is not a string", path, line, textField)
-		}
-		if err := fn(s); err != nil {
-			return err
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("data %s:%d: %w", path, line, err)
-	}
-	return nil
+	return 0, fn(string(b))
 }
 
 // Corpus is a tokenized document collection in memory: document i is
@@ -177,10 +161,11 @@ func (c *Corpus) add(ids []int32) {
 	c.Offs = append(c.Offs, int64(len(c.Tokens)))
 }
 
-// LoadCorpus reads and tokenizes every document, sending about
+// LoadCorpus reads and tokenizes every document (rejects counts malformed
+// rows skipped), sending about
 // valPermille/1000 of them (chosen by a hash of the text, so the split does
 // not depend on file order or seed) to the held-out split.
-func LoadCorpus(paths []string, textField string, tok Tokenizer, valPermille int) (train, val *Corpus, err error) {
+func LoadCorpus(paths []string, textField string, tok Tokenizer, valPermille int) (train, val *Corpus, rejects int, err error) {
 	train, val = &Corpus{Offs: []int64{0}}, &Corpus{Offs: []int64{0}}
 	var batch []string
 	flush := func() {
@@ -203,7 +188,7 @@ func LoadCorpus(paths []string, textField string, tok Tokenizer, valPermille int
 		}
 		batch = batch[:0]
 	}
-	err = ReadDocuments(paths, textField, func(text string) error {
+	rejects, err = ReadDocuments(paths, textField, func(text string) error {
 		batch = append(batch, text)
 		if len(batch) == 256 {
 			flush()
@@ -214,7 +199,7 @@ func LoadCorpus(paths []string, textField string, tok Tokenizer, valPermille int
 	if err == nil && train.Docs() == 0 {
 		err = fmt.Errorf("data: no training documents in %v", paths)
 	}
-	return train, val, err
+	return train, val, rejects, err
 }
 
 // BatchEncoder is implemented by tokenizers that encode many texts in
@@ -311,23 +296,4 @@ func Targets(ids []int32, rowLen int, dst []int32, learn []bool) {
 			dst[t] = ids[t+1]
 		}
 	}
-}
-
-// decompress wraps r in a gzip or zstd reader when path says so.
-func decompress(path string, r io.Reader) (io.Reader, func(), error) {
-	switch {
-	case strings.HasSuffix(path, ".gz"):
-		gz, err := gzip.NewReader(r)
-		if err != nil {
-			return nil, nil, fmt.Errorf("data %s: %w", path, err)
-		}
-		return gz, func() { gz.Close() }, nil
-	case strings.HasSuffix(path, ".zst"):
-		zr, err := zstd.NewReader(r)
-		if err != nil {
-			return nil, nil, fmt.Errorf("data %s: %w", path, err)
-		}
-		return zr, zr.Close, nil
-	}
-	return r, func() {}, nil
 }

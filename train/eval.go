@@ -124,9 +124,9 @@ type ProbeScores struct {
 	Add float64 `json:"add"`
 }
 
-// RunProbes evaluates the probes with token ids drawn by corpus frequency
+// runProbes evaluates the probes with token ids drawn by corpus frequency
 // (seeded, so every eval sees the same probes).
-func RunProbes(m *Model[float32], tok Tokenizer, uni *unigram, mask []bool, seed uint64) ProbeScores {
+func runProbes(m *Model[float32], tok Tokenizer, uni *unigram, mask []bool, seed uint64) ProbeScores {
 	const L, n = 16, 16
 	rng := rand.New(rand.NewPCG(seed, 0x70726f6265))
 	copyProbe := func(rot int) float64 {

@@ -153,3 +153,61 @@ func TestGradClassifierHead(t *testing.T) {
 		return l
 	})
 }
+
+// The float32 training path (bf16 GEMM operands through amx, SIMD vector
+// helpers) must give the float64 reference's gradients up to bf16 rounding.
+func TestGradFloat32MatchesFloat64(t *testing.T) {
+	// the small config: the tiny one's 2-wide heads are too ill-conditioned
+	// for bf16 operands
+	rng := rand.New(rand.NewPCG(4, 4))
+	rowLen := 48
+	ids := make([]int32, 2*rowLen)
+	for i := range ids {
+		ids[i] = int32(3 + rng.IntN(250))
+	}
+	ids[0], ids[20], ids[rowLen+30] = bosID, bosID, bosID
+	targets := make([]int32, len(ids))
+	Targets(ids, rowLen, targets, nil)
+	for _, moe := range []bool{false, true} {
+		c := smallConfig()
+		if moe {
+			c.MoELayers = []int{0, 2}
+		}
+		p64 := NewParams[float64](ParamSpecs(c, 0))
+		p64.Init(c, 9)
+		for _, s := range p64.Specs {
+			if len(s.Shape) == 1 {
+				for i := range p64.W(s.Name) {
+					p64.W(s.Name)[i] += 0.3 * rng.NormFloat64()
+				}
+			}
+		}
+		p32 := NewParams[float32](p64.Specs)
+		for i, v := range p64.Data {
+			p32.Data[i] = float32(v)
+		}
+		m64, m32 := NewModel(c, p64), NewModel(c, p32)
+		m64.AuxCoef, m32.AuxCoef = 0.1, 0.1
+		_, _, d64 := FullCE(m64, m64.Forward(ids, rowLen), targets, true)
+		m64.Backward(d64)
+		_, _, d32 := FullCE(m32, m32.Forward(ids, rowLen), targets, true)
+		m32.Backward(d32)
+		for _, s := range p64.Specs {
+			g64, g32 := p64.G(s.Name), p32.G(s.Name)
+			var num, den float64
+			for i := range g64 {
+				d := float64(g32[i]) - g64[i]
+				num += d * d
+				den += g64[i] * g64[i]
+			}
+			// biases sum dz over every token, with cancellation: looser
+			tol := 0.05
+			if len(s.Shape) == 1 {
+				tol = 0.15
+			}
+			if rel := math.Sqrt(num / math.Max(den, 1e-30)); rel > tol {
+				t.Errorf("moe=%v %s: float32 gradient differs by %.3g from float64", moe, s.Name, rel)
+			}
+		}
+	}
+}

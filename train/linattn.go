@@ -21,18 +21,20 @@ func (m *Model[T]) linFwd(lc *layerCache[T], pre string, out []T) {
 	lc.o = grow(lc.o, N*HV)
 	lc.on = grow(lc.on, N*HV)
 	lc.ro = grow(lc.ro, N*H)
-	gemm(m.ws, N, D, HK, lc.n1, false, m.P.W(pre+"lin.wq"), false, lc.q, false)
-	gemm(m.ws, N, D, HK, lc.n1, false, m.P.W(pre+"lin.wk"), false, lc.k, false)
-	gemm(m.ws, N, D, HV, lc.n1, false, m.P.W(pre+"lin.wv"), false, lc.v, false)
+	gemmShared(m.ws, N, D, lc.n1, false,
+		gemmOp[T]{m.P.W(pre + "lin.wq"), false, HK, lc.q, false},
+		gemmOp[T]{m.P.W(pre + "lin.wk"), false, HK, lc.k, false},
+		gemmOp[T]{m.P.W(pre + "lin.wv"), false, HV, lc.v, false})
 	linDecayLogits(m, lc.n1, m.P.W(pre+"lin.wa"), m.P.W(pre+"lin.ba"), lc.z)
 	qs := T(1 / math.Sqrt(float64(ds)))
-	S := make([]T, ds*dv)
+	S := m.buf("lin.S", ds*dv)
 	for h := 0; h < H; h++ {
 		for t := 0; t < N; t++ {
 			if int(m.start[t]) == t {
 				clear(S)
+			} else {
+				scale(T(math.Exp(-softplus(float64(lc.z[t*H+h])))), S)
 			}
-			ea := T(math.Exp(-softplus(float64(lc.z[t*H+h]))))
 			kt := lc.k[t*HK+h*ds : t*HK+(h+1)*ds]
 			vt := lc.v[t*HV+h*dv : t*HV+(h+1)*dv]
 			qt := lc.q[t*HK+h*ds : t*HK+(h+1)*ds]
@@ -40,12 +42,8 @@ func (m *Model[T]) linFwd(lc *layerCache[T], pre string, out []T) {
 			clear(ot)
 			for i := 0; i < ds; i++ {
 				row := S[i*dv : (i+1)*dv]
-				ki, qi := kt[i], qt[i]*qs
-				for j, vj := range vt {
-					s := ea*row[j] + ki*vj
-					row[j] = s
-					ot[j] += qi * s
-				}
+				axpy(kt[i], vt, row)
+				axpy(qt[i]*qs, row, ot)
 			}
 		}
 	}
@@ -80,9 +78,9 @@ func (m *Model[T]) linBwd(lc *layerCache[T], pre string, dy, dx []T) {
 	N, D, H, ds, dv := m.n, c.DModel, c.LinHeads, c.DState, c.LinHeadDim
 	HK, HV := H*ds, H*dv
 	gemm(m.ws, HV, N, D, lc.on, true, dy, false, m.P.G(pre+"lin.wo"), true)
-	don := make([]T, N*HV)
+	don := m.buf("lin.don", N*HV)
 	gemm(m.ws, N, D, HV, dy, false, m.P.W(pre+"lin.wo"), true, don, false)
-	do := make([]T, N*HV)
+	do := m.buf("lin.do", N*HV)
 	gn, dgn := m.P.W(pre+"lin.gn"), m.P.G(pre+"lin.gn")
 	for t := 0; t < N; t++ {
 		for h := 0; h < H; h++ {
@@ -90,82 +88,69 @@ func (m *Model[T]) linBwd(lc *layerCache[T], pre string, dy, dx []T) {
 			rmsnormBwd(lc.o[o:o+dv], gn[h*dv:(h+1)*dv], lc.ro[t*H+h:t*H+h+1], don[o:o+dv], do[o:o+dv], dgn[h*dv:(h+1)*dv], dv)
 		}
 	}
-	dq := make([]T, N*HK)
-	dk := make([]T, N*HK)
-	dvv := make([]T, N*HV)
-	dz := make([]T, N*H)
+	dq := m.buf("lin.dq", N*HK)
+	dk := m.buf("lin.dk", N*HK)
+	dvv := m.buf("lin.dvv", N*HV)
+	dz := m.buf("lin.dz", N*H)
 	qs := T(1 / math.Sqrt(float64(ds)))
-	St := make([]T, N*ds*dv) // every state of one head, recomputed
-	dS := make([]T, ds*dv)
-	ea := make([]T, N)
+	St := m.bufRaw("lin.St", N*ds*dv) // every state of one head, recomputed
+	dS := m.buf("lin.dS", ds*dv)
+	ea := m.buf("lin.ea", N)
 	for h := 0; h < H; h++ {
+		// recompute every state S_t of this head
 		for t := 0; t < N; t++ {
 			ea[t] = T(math.Exp(-softplus(float64(lc.z[t*H+h]))))
 			cur := St[t*ds*dv : (t+1)*ds*dv]
 			kt := lc.k[t*HK+h*ds : t*HK+(h+1)*ds]
 			vt := lc.v[t*HV+h*dv : t*HV+(h+1)*dv]
-			first := int(m.start[t]) == t
+			if int(m.start[t]) == t {
+				clear(cur)
+			} else {
+				copy(cur, St[(t-1)*ds*dv:t*ds*dv])
+				scale(ea[t], cur)
+			}
 			for i := 0; i < ds; i++ {
-				for j, vj := range vt {
-					s := kt[i] * vj
-					if !first {
-						s += ea[t] * St[(t-1)*ds*dv+i*dv+j]
-					}
-					cur[i*dv+j] = s
-				}
+				axpy(kt[i], vt, cur[i*dv:(i+1)*dv])
 			}
 		}
+		// reverse pass: dS_t = q'_t do_tᵀ + exp(a_{t+1}) dS_{t+1}
 		clear(dS)
 		for t := N - 1; t >= 0; t-- {
 			if t+1 < N && int(m.start[t+1]) != t+1 {
-				for i := range dS {
-					dS[i] *= ea[t+1]
-				}
+				scale(ea[t+1], dS)
 			} else {
 				clear(dS)
 			}
 			qt := lc.q[t*HK+h*ds : t*HK+(h+1)*ds]
 			kt := lc.k[t*HK+h*ds : t*HK+(h+1)*ds]
 			vt := lc.v[t*HV+h*dv : t*HV+(h+1)*dv]
-			dot := do[t*HV+h*dv : t*HV+(h+1)*dv]
+			dot_ := do[t*HV+h*dv : t*HV+(h+1)*dv]
 			dqt := dq[t*HK+h*ds : t*HK+(h+1)*ds]
 			dkt := dk[t*HK+h*ds : t*HK+(h+1)*ds]
 			dvt := dvv[t*HV+h*dv : t*HV+(h+1)*dv]
 			cur := St[t*ds*dv : (t+1)*ds*dv]
-			first := int(m.start[t]) == t
-			var da T
 			for i := 0; i < ds; i++ {
 				row := dS[i*dv : (i+1)*dv]
-				srow := cur[i*dv : (i+1)*dv]
-				qi := qt[i] * qs
-				var sq, sk T
-				for j, g := range dot {
-					row[j] += qi * g
-					sq += srow[j] * g
-					sk += row[j] * vt[j]
-					dvt[j] += row[j] * kt[i]
-				}
-				dqt[i] = sq * qs
-				dkt[i] = sk
-				if !first {
-					prev := St[(t-1)*ds*dv+i*dv : (t-1)*ds*dv+(i+1)*dv]
-					for j, p := range prev {
-						da += p * row[j]
-					}
-				}
+				axpy(qt[i]*qs, dot_, row)
+				dqt[i] = dot(cur[i*dv:(i+1)*dv], dot_) * qs
+				dkt[i] = dot(row, vt)
+				axpy(kt[i], row, dvt)
 			}
-			if !first {
-				da *= ea[t]
+			if int(m.start[t]) != t {
+				da := dot(St[(t-1)*ds*dv:t*ds*dv], dS) * ea[t]
 				dz[t*H+h] = -da * T(sigmoid(float64(lc.z[t*H+h])))
 			}
 		}
 	}
+	gemmShared(m.ws, D, N, lc.n1, true,
+		gemmOp[T]{dq, false, HK, m.P.G(pre + "lin.wq"), true},
+		gemmOp[T]{dk, false, HK, m.P.G(pre + "lin.wk"), true},
+		gemmOp[T]{dvv, false, HV, m.P.G(pre + "lin.wv"), true})
 	for _, w := range []struct {
 		name string
 		d    []T
 		n    int
 	}{{"lin.wq", dq, HK}, {"lin.wk", dk, HK}, {"lin.wv", dvv, HV}} {
-		gemm(m.ws, D, N, w.n, lc.n1, true, w.d, false, m.P.G(pre+w.name), true)
 		gemm(m.ws, N, w.n, D, w.d, false, m.P.W(pre+w.name), true, dx, true)
 	}
 	wa, dwa, dba := m.P.W(pre+"lin.wa"), m.P.G(pre+"lin.wa"), m.P.G(pre+"lin.ba")

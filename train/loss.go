@@ -75,7 +75,7 @@ func SampledSoftmax[T Float](m *Model[T], hf []T, targets []int32, negs []int32,
 	D := m.Cfg.DModel
 	N, S := len(targets), len(negs)
 	emb, demb := m.P.W("emb"), m.P.G("emb")
-	dhf = make([]T, len(hf))
+	dhf = m.buf("dhf", len(hf))
 	for _, y := range targets {
 		if y >= 0 {
 			n++
@@ -84,14 +84,14 @@ func SampledSoftmax[T Float](m *Model[T], hf []T, targets []int32, negs []int32,
 	if n == 0 {
 		return 0, 0, dhf
 	}
-	eneg := make([]T, S*D)
-	corr := make([]T, S)
+	eneg := m.buf("eneg", S*D)
+	corr := m.buf("corr", S)
 	lns := math.Log(float64(S))
 	for j, id := range negs {
 		copy(eneg[j*D:(j+1)*D], emb[int(id)*D:(int(id)+1)*D])
 		corr[j] = T(lns + logq[id])
 	}
-	sc := make([]T, N*S)
+	sc := m.buf("sc", N*S)
 	gemm(m.ws, N, D, S, hf, false, eneg, true, sc, false)
 	invn := 1 / float64(n)
 	for t, y := range targets {
@@ -134,7 +134,7 @@ func SampledSoftmax[T Float](m *Model[T], hf []T, targets []int32, negs []int32,
 		}
 	}
 	gemm(m.ws, N, S, D, sc, false, eneg, false, dhf, true)
-	dneg := make([]T, S*D)
+	dneg := m.buf("dneg", S*D)
 	gemm(m.ws, S, N, D, sc, true, hf, false, dneg, false)
 	for j, id := range negs {
 		row := demb[int(id)*D : (int(id)+1)*D]

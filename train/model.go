@@ -35,6 +35,8 @@ type Model[T Float] struct {
 	hf     []T // final norm output (N×D)
 	dh     []T
 
+	scratch map[string][]T
+
 	// AuxLoss is the load-balancing loss of the last Forward (already
 	// multiplied by AuxCoef), summed over MoE layers.
 	AuxLoss float64
@@ -50,14 +52,37 @@ func NewModel[T Float](c *Config, p *Params[T]) *Model[T] {
 
 // layerCache keeps one layer's activations for the backward pass.
 type layerCache[T Float] struct {
-	hin, n1, r1, hmid, n2, r2 []T
+	hin, n1, r1, hmid, n2, r2, hout []T
 	// mixer
-	q, k, v, o, p []T // swa: q,k rotated; p = attention probabilities [N][H][W]
+	q, k, v, o, p []T // swa: q,k rotated; p = attention probabilities per chunk
+	chunks        []swaChunk
 	z, on, ro     []T // lin: decay logits, normed output, per-head rstd
 	// mlp
 	u, act []T
 	// moe
 	blocks []moeBlock[T]
+}
+
+// buf returns a zeroed scratch buffer of n elements kept under key, reused
+// across steps (the training loop would otherwise allocate hundreds of MB
+// per step and spend its time in the garbage collector).
+func (m *Model[T]) buf(key string, n int) []T {
+	if m.scratch == nil {
+		m.scratch = map[string][]T{}
+	}
+	b := growZero(m.scratch[key], n)
+	m.scratch[key] = b
+	return b
+}
+
+// bufRaw is buf without zeroing, for buffers that are fully overwritten.
+func (m *Model[T]) bufRaw(key string, n int) []T {
+	if m.scratch == nil {
+		m.scratch = map[string][]T{}
+	}
+	b := grow(m.scratch[key], n)
+	m.scratch[key] = b
+	return b
 }
 
 func grow[T Float](s []T, n int) []T {
@@ -100,7 +125,7 @@ func (m *Model[T]) Forward(ids []int32, rowLen int) []T {
 		}
 	}
 	emb := m.P.W("emb")
-	h := make([]T, N*D)
+	h := m.buf("h0", N*D)
 	for t, id := range ids {
 		copy(h[t*D:(t+1)*D], emb[int(id)*D:(int(id)+1)*D])
 	}
@@ -113,22 +138,23 @@ func (m *Model[T]) Forward(ids []int32, rowLen int) []T {
 		lc.n1 = grow(lc.n1, N*D)
 		lc.r1 = grow(lc.r1, N)
 		rmsnormFwd(h, m.P.W(pre+"norm1.g"), lc.n1, lc.r1, D, eps)
-		mix := make([]T, N*D)
+		mix := m.buf("mix", N*D)
 		switch kind {
 		case "swa":
 			m.swaFwd(lc, pre, mix)
 		case "lin":
 			m.linFwd(lc, pre, mix)
 		}
-		hmid := make([]T, N*D)
+		lc.hmid = grow(lc.hmid, N*D)
+		hmid := lc.hmid
 		for i := range hmid {
 			hmid[i] = h[i] + mix[i]
 		}
-		lc.hmid = hmid
 		lc.n2 = grow(lc.n2, N*D)
 		lc.r2 = grow(lc.r2, N)
 		rmsnormFwd(hmid, m.P.W(pre+"norm2.g"), lc.n2, lc.r2, D, eps)
-		out := make([]T, N*D)
+		lc.hout = grow(lc.hout, N*D)
+		out := lc.hout
 		if c.IsMoE(li) {
 			m.moeFwd(li, lc, pre, out)
 		} else {
@@ -154,7 +180,7 @@ func (m *Model[T]) Backward(dhf []T) {
 	m.dh = growZero(m.dh, N*D)
 	dh := m.dh
 	rmsnormBwd(m.hLast, m.P.W("norm.g"), m.rF, dhf, dh, m.P.G("norm.g"), D)
-	dn := make([]T, N*D)
+	dn := m.buf("dn", N*D)
 	for li := len(c.Layers) - 1; li >= 0; li-- {
 		lc := &m.layers[li]
 		pre := fmt.Sprintf("layers.%d.", li)
@@ -239,7 +265,7 @@ func (m *Model[T]) mlpFwd(lc *layerCache[T], pre string, out []T) {
 func (m *Model[T]) mlpBwd(lc *layerCache[T], pre string, dy, dx []T) {
 	N, D, F := m.n, m.Cfg.DModel, m.Cfg.DFF
 	gemm(m.ws, F, N, D, lc.act, true, dy, false, m.P.G(pre+"mlp.w_down"), true)
-	du := make([]T, N*F)
+	du := m.buf("du", N*F)
 	gemm(m.ws, N, D, F, dy, false, m.P.W(pre+"mlp.w_down"), true, du, false)
 	for i, u := range lc.u {
 		if u > 0 {

@@ -26,6 +26,9 @@ type PretrainOptions struct {
 	Out           string
 	Resume        bool
 	Seed          uint64
+	// InitFrom starts from a checkpoint's weights (same config) instead of
+	// a random initialisation, with a fresh optimizer and schedule.
+	InitFrom string
 
 	Tokens      int64 // training tokens in total (rows×row_len×steps)
 	SeqLen      int   // tokens per row
@@ -53,7 +56,7 @@ type PretrainOptions struct {
 
 // fingerprint covers the options a resumed run must share with the original.
 func (o *PretrainOptions) fingerprint() string {
-	b, _ := json.Marshal([]any{o.Config, o.Data, o.TextField, o.Seed, o.SeqLen, o.Batch, o.LR, o.MinLR, o.Warmup, o.WeightDecay, o.Clip, o.Negatives, o.AuxCoef, o.ValPermille})
+	b, _ := json.Marshal([]any{o.Config, o.Data, o.TextField, o.Seed, o.InitFrom, o.SeqLen, o.Batch, o.LR, o.MinLR, o.Warmup, o.WeightDecay, o.Clip, o.Negatives, o.AuxCoef, o.ValPermille})
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:8])
 }
@@ -64,6 +67,11 @@ type metrics struct{ w io.WriteCloser }
 func (m *metrics) write(v map[string]any) {
 	if m.w == nil {
 		return
+	}
+	for k, x := range v { // JSON has no NaN/Inf: write null
+		if f, ok := x.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			v[k] = nil
+		}
 	}
 	b, _ := json.Marshal(v)
 	m.w.Write(append(b, '\n'))
@@ -138,7 +146,7 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 		return fmt.Errorf("%s holds a run (train_state/); pass --resume to continue it or choose another --out", o.Out)
 	}
 	t0 := time.Now()
-	train, val, err := LoadCorpus(o.Data, o.TextField, o.Tokenizer, o.ValPermille)
+	train, val, rejects, err := LoadCorpus(o.Data, o.TextField, o.Tokenizer, o.ValPermille)
 	if err != nil {
 		return err
 	}
@@ -149,7 +157,10 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 	if _, err := val.Counts(c.VocabSize); err != nil {
 		return err
 	}
-	log.Info("data", "train_docs", train.Docs(), "train_tokens", len(train.Tokens), "val_docs", val.Docs(), "val_tokens", len(val.Tokens), "secs", time.Since(t0).Seconds())
+	if val.Docs() == 0 {
+		log.Warn("no held-out documents: val_flat is unavailable (raise --val-permille)")
+	}
+	log.Info("data", "rejected_rows", rejects, "train_docs", train.Docs(), "train_tokens", len(train.Tokens), "val_docs", val.Docs(), "val_tokens", len(val.Tokens), "secs", time.Since(t0).Seconds())
 	logq := make([]float64, c.VocabSize)
 	var total int64
 	for _, n := range counts {
@@ -168,6 +179,20 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 
 	p := NewParams[float32](ParamSpecs(c, 0))
 	p.Init(c, o.Seed)
+	if o.InitFrom != "" {
+		fc, fp, _, err := LoadCheckpoint(o.InitFrom)
+		if err != nil {
+			return err
+		}
+		a, _ := json.Marshal(fc)
+		b, _ := json.Marshal(c)
+		if string(a) != string(b) {
+			return fmt.Errorf("--init-from %s: its config %s differs from --config %s", o.InitFrom, a, b)
+		}
+		for _, s := range p.Specs {
+			copy(p.W(s.Name), fp.W(s.Name))
+		}
+	}
 	opt := NewAdamW(p, o.WeightDecay)
 	m := NewModel(c, p)
 	m.AuxCoef = o.AuxCoef
@@ -203,7 +228,7 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 	evaluate := func() {
 		te := time.Now()
 		vf, n := ValFlat(m, val, o.SeqLen, o.Batch, o.ValTokens)
-		pr := RunProbes(m, o.Tokenizer, probeUni, mask, o.Seed)
+		pr := runProbes(m, o.Tokenizer, probeUni, mask, o.Seed)
 		rec := map[string]any{"step": st.Step, "tokens": st.Tokens, "val_flat": vf, "val_tokens": n, "induct": pr.Induct, "shift": pr.Shift, "add": pr.Add}
 		log.Info("eval", "step", st.Step, "val_flat", fmt.Sprintf("%.4f", vf), "val_tokens", n, "induct", pr.Induct, "shift", pr.Shift, "add", pr.Add, "secs", fmt.Sprintf("%.1f", time.Since(te).Seconds()))
 		var samples []string
@@ -230,7 +255,7 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 	if st.Step == 0 && o.EvalEvery > 0 {
 		evaluate() // the untrained baseline
 	}
-	tWin, tokWin := time.Now(), int64(0)
+	tWin, cpuWin, tokWin := time.Now(), cpuSeconds(), int64(0)
 	for st.Step < totalSteps {
 		if ctx.Err() != nil {
 			if err := save(); err != nil {
@@ -280,13 +305,17 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 			tps := float64(tokWin) / secs
 			rec["tok_s"] = tps
 			attrs := []any{"step", st.Step, "tokens", st.Tokens, "loss", fmt.Sprintf("%.4f", loss), "lr", fmt.Sprintf("%.3g", lr), "grad_norm", fmt.Sprintf("%.3g", gn), "tok/s", fmt.Sprintf("%.0f", tps)}
+			if cpu := cpuSeconds() - cpuWin; cpu > 0 {
+				rec["tok_cpu_s"] = float64(tokWin) / cpu
+				attrs = append(attrs, "tok/cpu-s", fmt.Sprintf("%.0f", float64(tokWin)/cpu))
+			}
 			for li, l := range m.Load {
 				if l != nil {
 					attrs = append(attrs, fmt.Sprintf("load%d", li), loadSummary(l))
 				}
 			}
 			log.Info("train", attrs...)
-			tWin, tokWin = time.Now(), 0
+			tWin, cpuWin, tokWin = time.Now(), cpuSeconds(), 0
 		}
 		mt.write(rec)
 		if bar != nil {

@@ -118,6 +118,18 @@ func TestPretrainLowersLossAndResumes(t *testing.T) {
 			t.Fatalf("step %d: resumed loss %v, uninterrupted %v", s, got[s], loss[s])
 		}
 	}
+	// --init-from starts from the trained weights: its first loss is far
+	// below the first loss from scratch
+	warm := smallOptions(t.TempDir())
+	warm.InitFrom, warm.Tokens, warm.EvalEvery, warm.CkptEvery = full, 64*2*5, 0, 0
+	if err := Pretrain(context.Background(), warm); err != nil {
+		t.Fatal(err)
+	}
+	wl, _ := readMetrics(t, warm.Out)
+	if !(wl[1] < loss[1]-1) {
+		t.Errorf("--init-from: first loss %.3f, from scratch %.3f", wl[1], loss[1])
+	}
+
 	// resuming with different options is refused
 	o.LR *= 2
 	if err := Pretrain(context.Background(), o); err == nil {

@@ -1,17 +1,15 @@
 package train
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"io"
 	"log/slog"
 	"math"
-	"os"
-	"strings"
 	"time"
+
+	"github.com/onecore-dev/onecore/readers"
 )
 
 // SFTOptions configures supervised fine-tuning on prompt/answer records.
@@ -38,57 +36,32 @@ type SFTOptions struct {
 	Progress func(total int64) func(done int64, desc string)
 }
 
-// readRecords calls fn with the string fields of every JSONL record of
-// paths (gz/zst allowed). Non-string scalars are rendered as JSON text.
-func readRecords(paths []string, fn func(path string, line int, rec map[string]string) error) error {
-	for _, path := range paths {
-		f, err := os.Open(path)
-		if err != nil {
-			return fmt.Errorf("data: %w", err)
-		}
-		r, closeR, err := decompress(path, f)
-		if err != nil {
-			f.Close()
-			return err
-		}
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 1<<20), 1<<30)
-		line := 0
-		for sc.Scan() {
-			line++
-			b := strings.TrimSpace(sc.Text())
-			if b == "" {
-				continue
-			}
-			var raw map[string]json.RawMessage
-			if err := json.Unmarshal([]byte(b), &raw); err != nil {
-				closeR()
-				f.Close()
-				return fmt.Errorf("data %s:%d: %w", path, line, err)
-			}
-			rec := map[string]string{}
-			for k, v := range raw {
-				var s string
-				if json.Unmarshal(v, &s) == nil {
-					rec[k] = s
-				} else if t := strings.TrimSpace(string(v)); t != "null" {
-					rec[k] = t
+// readRecords calls fn with fields (the first is the reader's text field)
+// of every row of paths (Parquet or JSON Lines); a row missing one of them
+// is an error naming file and row. It returns the malformed rows skipped.
+func readRecords(paths []string, fields []string, fn func(vals []string) error) (int, error) {
+	shards, err := readers.Expand(paths)
+	if err != nil {
+		return 0, fmt.Errorf("data: %w", err)
+	}
+	rejects := 0
+	for _, sh := range shards {
+		n, err := readRows(sh.Path, fields[0], fields[1:], func(row int64, text string, keep []readers.Value) error {
+			vals := []string{text}
+			for i, v := range keep {
+				if !v.Valid {
+					return fmt.Errorf("data %s: row %d: field %q missing or null", sh.Path, row, fields[i+1])
 				}
+				vals = append(vals, v.S)
 			}
-			if err := fn(path, line, rec); err != nil {
-				closeR()
-				f.Close()
-				return err
-			}
-		}
-		err = sc.Err()
-		closeR()
-		f.Close()
+			return fn(vals)
+		})
+		rejects += n
 		if err != nil {
-			return fmt.Errorf("data %s:%d: %w", path, line, err)
+			return rejects, err
 		}
 	}
-	return nil
+	return rejects, nil
 }
 
 func heldOut(text string, permille int) bool {
@@ -119,12 +92,8 @@ func SFT(ctx context.Context, o SFTOptions) error {
 	}
 	train, val := &Corpus{Offs: []int64{0}}, &Corpus{Offs: []int64{0}}
 	var valEx []sftExample
-	err = readRecords(o.Data, func(path string, line int, rec map[string]string) error {
-		pr, ok1 := rec[o.PromptField]
-		an, ok2 := rec[o.AnswerField]
-		if !ok1 || !ok2 {
-			return fmt.Errorf("data %s:%d: record needs fields %q and %q", path, line, o.PromptField, o.AnswerField)
-		}
+	rejects, err := readRecords(o.Data, []string{o.PromptField, o.AnswerField}, func(vals []string) error {
+		pr, an := vals[0], vals[1]
 		ex := sftExample{o.Tokenizer.Encode(pr), o.Tokenizer.Encode(an)}
 		dst := train
 		if heldOut(pr+"\x00"+an, o.ValPermille) {
@@ -163,7 +132,7 @@ func SFT(ctx context.Context, o SFTOptions) error {
 		}
 	}
 	gen.Labels = nil
-	log.Info("sft data", "train_records", train.Docs(), "train_tokens", len(train.Tokens), "val_records", val.Docs())
+	log.Info("sft data", "rejected_rows", rejects, "train_records", train.Docs(), "train_tokens", len(train.Tokens), "val_records", val.Docs())
 
 	m := NewModel(c, p)
 	opt := NewAdamW(p, o.WeightDecay)

@@ -45,8 +45,53 @@ func (m *Model[T]) ropeRows(x []T, inverse bool) {
 	}
 }
 
+// swaChunk is one block of queries [c0, c1) of one document with its keys
+// [k0, c1): the chunk itself and the previous one (DESIGN §2: chunks are
+// window long, counted from the document start). poff locates its
+// probabilities (H × (c1−c0) × (c1−k0)) in the layer cache.
+type swaChunk struct{ c0, c1, k0, poff int }
+
+// swaChunks lists the chunks of the current stream.
+func (m *Model[T]) swaChunks(dst []swaChunk) ([]swaChunk, int) {
+	W, H := m.Cfg.Window, m.Cfg.SWAHeads
+	dst = dst[:0]
+	off := 0
+	for t := 0; t < m.n; {
+		s := int(m.start[t])
+		c1 := t + 1
+		for c1 < m.n && int(m.start[c1]) == s && (c1-s)%W != 0 {
+			c1++
+		}
+		k0 := max(s, t-W)
+		dst = append(dst, swaChunk{t, c1, k0, off})
+		off += H * (c1 - t) * (c1 - k0)
+		t = c1
+	}
+	return dst, off
+}
+
+// gatherHead copies columns [h·hd, (h+1)·hd) of rows [r0, r1) of x (rows of
+// width ld) into dst, contiguous.
+func gatherHead[T Float](dst, x []T, r0, r1, ld, h, hd int) []T {
+	dst = dst[:(r1-r0)*hd]
+	for r := r0; r < r1; r++ {
+		copy(dst[(r-r0)*hd:(r-r0+1)*hd], x[r*ld+h*hd:r*ld+(h+1)*hd])
+	}
+	return dst
+}
+
+// scatterAddHead adds src (contiguous rows) into the head columns of x.
+func scatterAddHead[T Float](x, src []T, r0, r1, ld, h, hd int) {
+	for r := r0; r < r1; r++ {
+		d := x[r*ld+h*hd : r*ld+(h+1)*hd]
+		for i, v := range src[(r-r0)*hd : (r-r0+1)*hd] {
+			d[i] += v
+		}
+	}
+}
+
 // swaFwd: sliding-window softmax attention with the document mask
-// j ≤ i ∧ i−j < W ∧ doc(i) = doc(j).
+// j ≤ i ∧ i−j < W ∧ doc(i) = doc(j), chunked so every product is a GEMM.
 func (m *Model[T]) swaFwd(lc *layerCache[T], pre string, out []T) {
 	c := m.Cfg
 	N, D, H, hd, W := m.n, c.DModel, c.SWAHeads, c.SWAHeadDim, c.Window
@@ -55,45 +100,44 @@ func (m *Model[T]) swaFwd(lc *layerCache[T], pre string, out []T) {
 	lc.k = grow(lc.k, N*HD)
 	lc.v = grow(lc.v, N*HD)
 	lc.o = growZero(lc.o, N*HD)
-	lc.p = grow(lc.p, N*H*W)
-	gemm(m.ws, N, D, HD, lc.n1, false, m.P.W(pre+"swa.wq"), false, lc.q, false)
-	gemm(m.ws, N, D, HD, lc.n1, false, m.P.W(pre+"swa.wk"), false, lc.k, false)
-	gemm(m.ws, N, D, HD, lc.n1, false, m.P.W(pre+"swa.wv"), false, lc.v, false)
+	gemmShared(m.ws, N, D, lc.n1, false,
+		gemmOp[T]{m.P.W(pre + "swa.wq"), false, HD, lc.q, false},
+		gemmOp[T]{m.P.W(pre + "swa.wk"), false, HD, lc.k, false},
+		gemmOp[T]{m.P.W(pre + "swa.wv"), false, HD, lc.v, false})
 	m.ropeRows(lc.q, false)
 	m.ropeRows(lc.k, false)
+	var np int
+	lc.chunks, np = m.swaChunks(lc.chunks)
+	lc.p = grow(lc.p, np)
 	scale := T(1 / math.Sqrt(float64(hd)))
-	for i := 0; i < N; i++ {
-		lo := max(int(m.start[i]), i-W+1)
+	qh := m.buf("swa.qh", W*hd)
+	kh := m.buf("swa.kh", 2*W*hd)
+	vh := m.buf("swa.vh", 2*W*hd)
+	oh := m.buf("swa.oh", W*hd)
+	ninf := T(math.Inf(-1))
+	for _, ch := range lc.chunks {
+		nq, nk := ch.c1-ch.c0, ch.c1-ch.k0
 		for h := 0; h < H; h++ {
-			qi := lc.q[i*HD+h*hd : i*HD+(h+1)*hd]
-			p := lc.p[(i*H+h)*W : (i*H+h)*W+(i-lo+1)]
-			mx := T(math.Inf(-1))
-			for j := lo; j <= i; j++ {
-				kj := lc.k[j*HD+h*hd : j*HD+(h+1)*hd]
-				var s T
-				for d, qv := range qi {
-					s += qv * kj[d]
+			p := lc.p[ch.poff+h*nq*nk : ch.poff+(h+1)*nq*nk]
+			qh = gatherHead(qh[:cap(qh)], lc.q, ch.c0, ch.c1, HD, h, hd)
+			kh = gatherHead(kh[:cap(kh)], lc.k, ch.k0, ch.c1, HD, h, hd)
+			vh = gatherHead(vh[:cap(vh)], lc.v, ch.k0, ch.c1, HD, h, hd)
+			gemm(m.ws, nq, hd, nk, qh, false, kh, true, p, false)
+			for qi := 0; qi < nq; qi++ {
+				i := ch.c0 + qi
+				row := p[qi*nk : (qi+1)*nk]
+				for kj := range row {
+					j := ch.k0 + kj
+					if j > i || i-j >= W {
+						row[kj] = ninf
+					} else {
+						row[kj] *= scale
+					}
 				}
-				s *= scale
-				p[j-lo] = s
-				mx = max(mx, s)
+				softmaxRow(row)
 			}
-			var sum T
-			for j := range p {
-				e := T(math.Exp(float64(p[j] - mx)))
-				p[j] = e
-				sum += e
-			}
-			inv := 1 / sum
-			oi := lc.o[i*HD+h*hd : i*HD+(h+1)*hd]
-			for j := lo; j <= i; j++ {
-				pj := p[j-lo] * inv
-				p[j-lo] = pj
-				vj := lc.v[j*HD+h*hd : j*HD+(h+1)*hd]
-				for d, vv := range vj {
-					oi[d] += pj * vv
-				}
-			}
+			gemm(m.ws, nq, nk, hd, p, false, vh, false, oh[:nq*hd], false)
+			scatterAddHead(lc.o, oh, ch.c0, ch.c1, HD, h, hd)
 		}
 	}
 	gemm(m.ws, N, HD, D, lc.o, false, m.P.W(pre+"swa.wo"), false, out, false)
@@ -104,54 +148,55 @@ func (m *Model[T]) swaBwd(lc *layerCache[T], pre string, dy, dx []T) {
 	N, D, H, hd, W := m.n, c.DModel, c.SWAHeads, c.SWAHeadDim, c.Window
 	HD := H * hd
 	gemm(m.ws, HD, N, D, lc.o, true, dy, false, m.P.G(pre+"swa.wo"), true)
-	do := make([]T, N*HD)
+	do := m.buf("swa.do", N*HD)
 	gemm(m.ws, N, D, HD, dy, false, m.P.W(pre+"swa.wo"), true, do, false)
-	dq := make([]T, N*HD)
-	dk := make([]T, N*HD)
-	dv := make([]T, N*HD)
+	dq := m.buf("swa.dq", N*HD)
+	dk := m.buf("swa.dk", N*HD)
+	dv := m.buf("swa.dv", N*HD)
 	scale := T(1 / math.Sqrt(float64(hd)))
-	dp := make([]T, W)
-	for i := 0; i < N; i++ {
-		lo := max(int(m.start[i]), i-W+1)
+	qh := m.buf("swa.qh", W*hd)
+	kh := m.buf("swa.kh", 2*W*hd)
+	vh := m.buf("swa.vh", 2*W*hd)
+	doh := m.buf("swa.doh", W*hd)
+	dqh := m.buf("swa.dqh", W*hd)
+	dkh := m.buf("swa.dkh", 2*W*hd)
+	dvh := m.buf("swa.dvh", 2*W*hd)
+	dp := m.buf("swa.dp", 2*W*W)
+	for _, ch := range lc.chunks {
+		nq, nk := ch.c1-ch.c0, ch.c1-ch.k0
 		for h := 0; h < H; h++ {
-			p := lc.p[(i*H+h)*W : (i*H+h)*W+(i-lo+1)]
-			doi := do[i*HD+h*hd : i*HD+(h+1)*hd]
-			qi := lc.q[i*HD+h*hd : i*HD+(h+1)*hd]
-			dqi := dq[i*HD+h*hd : i*HD+(h+1)*hd]
-			var sum T
-			for j := lo; j <= i; j++ {
-				vj := lc.v[j*HD+h*hd : j*HD+(h+1)*hd]
-				dvj := dv[j*HD+h*hd : j*HD+(h+1)*hd]
-				pj := p[j-lo]
-				var s T
-				for d, g := range doi {
-					s += g * vj[d]
-					dvj[d] += pj * g
-				}
-				dp[j-lo] = s
-				sum += pj * s
-			}
-			for j := lo; j <= i; j++ {
-				ds := p[j-lo] * (dp[j-lo] - sum) * scale
-				if ds == 0 {
-					continue
-				}
-				kj := lc.k[j*HD+h*hd : j*HD+(h+1)*hd]
-				dkj := dk[j*HD+h*hd : j*HD+(h+1)*hd]
-				for d := range dqi {
-					dqi[d] += ds * kj[d]
-					dkj[d] += ds * qi[d]
+			p := lc.p[ch.poff+h*nq*nk : ch.poff+(h+1)*nq*nk]
+			qh = gatherHead(qh[:cap(qh)], lc.q, ch.c0, ch.c1, HD, h, hd)
+			kh = gatherHead(kh[:cap(kh)], lc.k, ch.k0, ch.c1, HD, h, hd)
+			vh = gatherHead(vh[:cap(vh)], lc.v, ch.k0, ch.c1, HD, h, hd)
+			doh = gatherHead(doh[:cap(doh)], do, ch.c0, ch.c1, HD, h, hd)
+			ds := dp[:nq*nk]
+			gemm(m.ws, nq, hd, nk, doh, false, vh, true, ds, false)
+			for qi := 0; qi < nq; qi++ {
+				pr, dr := p[qi*nk:(qi+1)*nk], ds[qi*nk:(qi+1)*nk]
+				sum := dot(pr, dr)
+				for j, pv := range pr {
+					dr[j] = pv * (dr[j] - sum) * scale
 				}
 			}
+			gemm(m.ws, nq, nk, hd, ds, false, kh, false, dqh[:nq*hd], false)
+			gemm(m.ws, nk, nq, hd, ds, true, qh, false, dkh[:nk*hd], false)
+			gemm(m.ws, nk, nq, hd, p, true, doh, false, dvh[:nk*hd], false)
+			scatterAddHead(dq, dqh, ch.c0, ch.c1, HD, h, hd)
+			scatterAddHead(dk, dkh, ch.k0, ch.c1, HD, h, hd)
+			scatterAddHead(dv, dvh, ch.k0, ch.c1, HD, h, hd)
 		}
 	}
 	m.ropeRows(dq, true)
 	m.ropeRows(dk, true)
+	gemmShared(m.ws, D, N, lc.n1, true,
+		gemmOp[T]{dq, false, HD, m.P.G(pre + "swa.wq"), true},
+		gemmOp[T]{dk, false, HD, m.P.G(pre + "swa.wk"), true},
+		gemmOp[T]{dv, false, HD, m.P.G(pre + "swa.wv"), true})
 	for _, w := range []struct {
 		name string
 		d    []T
 	}{{"swa.wq", dq}, {"swa.wk", dk}, {"swa.wv", dv}} {
-		gemm(m.ws, D, N, HD, lc.n1, true, w.d, false, m.P.G(pre+w.name), true)
 		gemm(m.ws, N, HD, D, w.d, false, m.P.W(pre+w.name), true, dx, true)
 	}
 }

@@ -57,17 +57,35 @@ func newParquetEncoder(w io.Writer, schema *arrow.Schema, opts Options) (*parque
 }
 
 func (e *parquetEncoder) write(rec arrow.RecordBatch) error {
-	if rec.NumRows() == 0 {
+	rec.Retain()
+	for rec.NumRows() > 0 {
+		// split a record that would overfill the row group's row cap
+		if room := e.maxRows - e.rgRows; rec.NumRows() > room {
+			head, tail := rec.NewSlice(0, room), rec.NewSlice(room, rec.NumRows())
+			rec.Release()
+			e.add(head)
+			if err := e.flush(); err != nil {
+				tail.Release()
+				return err
+			}
+			rec = tail
+			continue
+		}
+		e.add(rec)
+		if e.rgBytes >= e.maxBytes || e.rgRows >= e.maxRows {
+			return e.flush()
+		}
 		return nil
 	}
-	rec.Retain()
+	rec.Release()
+	return nil
+}
+
+// add queues a record (the encoder owns the reference) for the row group.
+func (e *parquetEncoder) add(rec arrow.RecordBatch) {
 	e.pending = append(e.pending, rec)
 	e.rgBytes += recordBytes(rec)
 	e.rgRows += rec.NumRows()
-	if e.rgBytes >= e.maxBytes || e.rgRows >= e.maxRows {
-		return e.flush()
-	}
-	return nil
 }
 
 // flush writes the pending records as one row group.
@@ -108,8 +126,9 @@ func (e *parquetEncoder) finish() error {
 	return e.fw.Close()
 }
 
-// recordBytes is the size of a record's Arrow buffers (sliced arrays count
-// whole buffers, an overestimate that only makes row groups smaller).
+// recordBytes is the size of a record's Arrow buffers (a sliced record
+// counts its whole buffers: an overestimate that only makes row groups
+// smaller).
 func recordBytes(rec arrow.RecordBatch) int64 {
 	var n int64
 	for _, c := range rec.Columns() {

@@ -15,7 +15,7 @@ import (
 
 func init() {
 	var ckDir, cfgPath string
-	var tokens, docLen, cpu int
+	var tokens, docLen, promptLen, pass, cpu int
 	var asJSON bool
 	var minDur time.Duration
 	cmd := &cobra.Command{
@@ -29,7 +29,9 @@ norms/elementwise, other) so the next bottleneck is visible.
 
 The model comes from --checkpoint, or from --config (a config file or a preset
 name: dense-3m, moe-3m) with random weights. ONECORE_KERNEL selects the GEMM
-kernel. --json prints one JSON object:
+kernel. Throughputs are tokens per second of the pinned thread's CPU time
+(equal to wall time on an idle core; on a shared machine, what one core does).
+--json prints one JSON object:
 {"prefill_tok_s":..., "prefill_readout_tok_s":..., "decode_tok_s":{"1":...,"64":...}, "kernel":..., ...}`,
 		Example: `  onecore bench engine --config dense-3m
   onecore bench engine --config moe-3m --tokens 16384 --json
@@ -64,16 +66,20 @@ kernel. --json prints one JSON object:
 			pinned := pinCPU(cpu)
 			res := engine.Bench(m, engine.BenchOptions{
 				Tokens: tokens, DocLen: docLen, DecodeBatch: []int{1, 16, 64, 256},
-				MinDuration: minDur, Seed: 1,
+				PromptLen: promptLen, PassTokens: pass, MinDuration: minDur, Seed: 1,
 			})
 			out := cmd.OutOrStdout()
 			if asJSON {
 				enc := json.NewEncoder(out)
 				return enc.Encode(res)
 			}
-			fmt.Fprintf(out, "kernel %s, %s, %d tokens (documents of %d)\n", res.Kernel, pinned, res.Tokens, docLen)
+			fmt.Fprintf(out, "kernel %s, %s, %d tokens (documents of %d), decode after %d-token prompts\n", res.Kernel, pinned, res.Tokens, docLen, promptLen)
+			fmt.Fprintf(out, "throughputs are tokens per second of the pinned thread's CPU time (wall-clock prefill: %.0f tok/s)\n", res.PrefillWallTokS)
 			fmt.Fprintf(out, "prefill body     %10.0f tok/s   %s\n", res.PrefillTokS, res.PrefillProfile)
 			fmt.Fprintf(out, "prefill+readout  %10.0f tok/s   %s\n", res.PrefillReadoutTokS, res.ReadoutProfile)
+			if len(res.ExpertLoadMaxOverMean) > 0 {
+				fmt.Fprintf(out, "expert load, max/mean per MoE layer (random docs; block 0 routes by bias only): %v\n", res.ExpertLoadMaxOverMean)
+			}
 			for _, b := range []int{1, 16, 64, 256} {
 				fmt.Fprintf(out, "decode batch %-4d %9.0f tok/s   %s\n", b, res.DecodeTokS[fmt.Sprint(b)], res.DecodeProfile[b])
 			}
@@ -85,6 +91,8 @@ kernel. --json prints one JSON object:
 	f.StringVar(&cfgPath, "config", "", "config file or preset (dense-3m, moe-3m); random weights")
 	f.IntVar(&tokens, "tokens", 8192, "prefill tokens per measurement")
 	f.IntVar(&docLen, "doc-len", 256, "document length in the prefill measurement")
+	f.IntVar(&promptLen, "prompt-len", 256, "prompt length before decoding (the SWA window is full from 256 on)")
+	f.IntVar(&pass, "pass", engine.DefaultPassTokens, "tokens per prefill pass")
 	f.IntVar(&cpu, "cpu", -1, "CPU to pin to (-1: the first CPU this process may use)")
 	f.DurationVar(&minDur, "min-time", time.Second, "minimum time per prefill measurement")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")

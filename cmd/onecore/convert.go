@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -31,6 +32,7 @@ var convertFlags struct {
 	maxDocBytes int64
 	utf8        string
 	rowGroupMB  int64
+	jobs        int
 }
 
 var convertCmd = &cobra.Command{
@@ -84,6 +86,7 @@ func init() {
 	f.Int64Var(&convertFlags.maxDocBytes, "max-doc-bytes", readers.DefaultMaxDocBytes, "reject rows (JSONL lines, Parquet texts) longer than this; -1: no limit")
 	f.StringVar(&convertFlags.utf8, "utf8", "reject", "text that is not valid UTF-8: reject the row, or repair (invalid bytes → U+FFFD)")
 	f.Int64Var(&convertFlags.rowGroupMB, "row-group-mb", writers.DefaultRowGroupBytes>>20, "Parquet row-group size in MiB of uncompressed data")
+	f.IntVar(&convertFlags.jobs, "jobs", 1, "with --out DIR/: convert this many shards at once (each takes ~200 MB of memory)")
 	rootCmd.AddCommand(convertCmd)
 }
 
@@ -164,14 +167,22 @@ func runConvert(cmd *cobra.Command, args []string) error {
 		}
 	}
 	plan.rejects = rej
+	if fl.jobs < 1 {
+		return usageError{fmt.Errorf("--jobs %d: want at least 1", fl.jobs)}
+	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// A soft limit keeps the heap (a row group being compressed plus a
 		// few batches) from doubling before the collector runs.
-		debug.SetMemoryLimit(convertMemLimit)
+		debug.SetMemoryLimit(convertMemLimit * int64(fl.jobs))
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	sum, err := plan.run(ctx, cmd.ErrOrStderr())
+	var sum writers.Summary
+	if dirMode && fl.jobs > 1 {
+		sum, err = plan.runShards(ctx, cmd.ErrOrStderr(), fl.jobs)
+	} else {
+		sum, err = plan.run(ctx, cmd.ErrOrStderr())
+	}
 	if cerr := rej.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("rejects file: %w", cerr)
 	}
@@ -225,10 +236,14 @@ type convertPlan struct {
 }
 
 // convertItem flows from the reading goroutine to the writing one: a
-// record batch, or the end of a shard.
+// record batch, the end of a shard, or (done) the end of the input. An
+// output is committed only after its shard's end (per-shard parts) or after
+// done (merged file), so an interrupted or failed run leaves nothing half
+// written.
 type convertItem struct {
 	rec      arrow.RecordBatch
 	shardEnd bool
+	done     bool
 	shard    int
 }
 
@@ -269,6 +284,54 @@ func (p *convertPlan) run(ctx context.Context, log io.Writer) (writers.Summary, 
 	return sum, rerr
 }
 
+// runShards converts per-shard outputs with jobs shards in flight, each
+// through its own reader/writer pair. Rejects of different shards may
+// interleave in the rejects file; outputs and the summary do not depend on
+// jobs.
+func (p *convertPlan) runShards(ctx context.Context, log io.Writer, jobs int) (writers.Summary, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu    sync.Mutex
+		total writers.Summary
+		first error
+		wg    sync.WaitGroup
+	)
+	next := make(chan int)
+	for range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				sub := *p
+				sub.shards, sub.outs = p.shards[i:i+1], p.outs[i:i+1]
+				s, err := sub.run(ctx, log)
+				mu.Lock()
+				total.Add(s)
+				if err != nil && first == nil {
+					first = err
+					cancel()
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for i := range p.shards {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if first == nil {
+		first = ctx.Err()
+	}
+	return total, first
+}
+
 // write consumes items, creating and closing output files.
 func (p *convertPlan) write(items <-chan convertItem) error {
 	b, _ := writers.NewDocBuilder(p.opts.Keep)
@@ -294,7 +357,12 @@ func (p *convertPlan) write(items <-chan convertItem) error {
 			return err
 		}
 	}
+	done := false
 	for it := range items {
+		if it.done {
+			done = true
+			continue
+		}
 		if p.outs != nil && w == nil {
 			if err := open(p.outs[it.shard]); err != nil {
 				return err
@@ -315,12 +383,12 @@ func (p *convertPlan) write(items <-chan convertItem) error {
 			}
 		}
 	}
-	if w != nil && p.outs == nil {
+	if done && w != nil && p.outs == nil {
 		err := w.Close()
 		w = nil
 		return err
 	}
-	return nil
+	return nil // anything still open is aborted by the deferred Abort
 }
 
 // read streams every shard into record batches.
@@ -393,6 +461,9 @@ func (p *convertPlan) read(ctx context.Context, items chan<- convertItem, sum *w
 		if !send(it) {
 			return ctx.Err()
 		}
+	}
+	if !send(convertItem{done: true}) {
+		return ctx.Err()
 	}
 	return nil
 }

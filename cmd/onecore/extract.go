@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -46,6 +47,7 @@ type extractFlags struct {
 	rank, world                     int
 	force, noPin                    bool
 	progress                        string
+	logEvery                        time.Duration
 	summary                         string
 }
 
@@ -56,6 +58,8 @@ writes one result row per document.
 Tasks (--task, or task: in a --job YAML file; flags override the file):
   classify  label, score, probs (per-label probabilities), from the model's
             classifier head, or by scoring each --labels string after the prompt
+            (the default task; without --task, a model without a classifier
+            head and no --labels, the task is score)
   score     mean_logprob, perplexity (a perplexity filter, as CCNet does)
   extract   answer, answer_logprob, abstained: the --template prompt with the
             document (and --question / --question-field) decoded greedily;
@@ -145,6 +149,7 @@ func newExtractCmd(use string, task jobs.Task, short string) *cobra.Command {
 	f.BoolVar(&fl.force, "force", false, "recompute into an output written by another job or model")
 	f.BoolVar(&fl.noPin, "no-pin", false, "do not pin engine workers to cores")
 	f.StringVar(&fl.progress, "progress", "auto", "auto (bar on a terminal, else log lines), bar, log or none")
+	f.DurationVar(&fl.logEvery, "log-every", 10*time.Second, "period of the progress log lines (--progress log)")
 	f.StringVar(&fl.summary, "summary", "", "also write the JSON summary to this file")
 	return cmd
 }
@@ -200,15 +205,19 @@ func buildJob(cmd *cobra.Command, fl *extractFlags) (*jobs.Job, error) {
 	if set("extractive") {
 		j.Extractive = fl.extractive
 	}
-	if err := j.Normalize(); err != nil {
-		return nil, err
-	}
 	return j, nil
 }
 
 func runExtract(cmd *cobra.Command, fl *extractFlags) error {
 	job, err := buildJob(cmd, fl)
 	if err != nil {
+		return usageError{err}
+	}
+	taskGiven := job.Task != ""
+	if !taskGiven {
+		job.Task = jobs.TaskClassify // validated as classify; decided once the model is known
+	}
+	if err := job.Normalize(); err != nil {
 		return usageError{err}
 	}
 	if job.In == "" {
@@ -240,13 +249,22 @@ func runExtract(cmd *cobra.Command, fl *extractFlags) error {
 	if err != nil {
 		return err
 	}
+	if !taskGiven && len(job.Labels) == 0 && model.Labels() == nil {
+		// No task named and nothing to classify with: score instead, so the
+		// plain `onecore extract --in … --out …` works with any model.
+		job.Task, job.ClassifyBy = jobs.TaskScore, ""
+		if err := job.Normalize(); err != nil {
+			return usageError{err}
+		}
+		log.Info("no --task and the model has no classifier head: scoring (mean log-prob, perplexity)")
+	}
 
 	cfg := pipeline.Config{
 		Job: job, Shards: shards, Source: pipeline.ReaderSource{}, Tokenizer: tok, Model: model,
 		ModelPath: dir, ModelID: modelID, Create: pipeline.CreateWriter,
 		Out: job.Out, Format: fl.format, Placement: place,
 		Workers: fl.workers, TokWorkers: fl.tokWorkers, PackTok: fl.packTokens,
-		Pin: !fl.noPin, Force: fl.force, Log: log,
+		Pin: !fl.noPin, Force: fl.force, Log: log, LogEvery: fl.logEvery,
 	}
 	switch fl.progress {
 	case "auto":

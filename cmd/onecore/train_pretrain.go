@@ -99,7 +99,8 @@ after any stop, even SIGKILL, the same command with --resume continues from
 the last checkpoint with the same data order and random draws.`,
 		Example: `  onecore train pretrain --config dense-3m --data corpus/ --tokenizer tok/tokenizer.json --out runs/m1 --tokens 50000000
   onecore train pretrain --config my.json --data 'shards/*.jsonl.zst' --tokenizer tokenizer.json --out runs/m2 --batch 8 --seq-len 256
-  onecore train pretrain --config dense-3m --data corpus/ --tokenizer tokenizer.json --out runs/m1 --tokens 50000000 --resume`,
+  onecore train pretrain --config dense-3m --data corpus/ --tokenizer tokenizer.json --out runs/m1 --tokens 50000000 --resume
+  onecore train pretrain --config runs/m1/config.json --init-from runs/m1 --data more/ --tokenizer runs/m1/tokenizer.json --out runs/m1b`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(data) == 0 || tokPath == "" || out == "" {
@@ -133,6 +134,7 @@ the last checkpoint with the same data order and random draws.`,
 	f.StringVar(&tokPath, "tokenizer", "", "tokenizer.json (copied into the checkpoint)")
 	f.StringVar(&out, "out", "", "output checkpoint directory")
 	f.BoolVar(&o.Resume, "resume", false, "continue the run in --out from its last checkpoint")
+	f.StringVar(&o.InitFrom, "init-from", "", "start from this checkpoint's weights (same config) instead of random ones")
 	f.Uint64Var(&o.Seed, "seed", 1, "random seed (initialisation, data order, negatives)")
 	f.Int64Var(&o.Tokens, "tokens", 20_000_000, "training tokens in total")
 	f.IntVar(&o.SeqLen, "seq-len", 256, "tokens per training row")

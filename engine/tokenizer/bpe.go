@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -26,6 +27,44 @@ type bpeModel struct {
 	rawVocab  map[string]int32 // raw bytes → id, for ignore_merges
 	fallback  [256]int32       // id of "<0xXX>", -1 if absent
 	cache     *wordCache
+
+	// metaSplit: no merge and no token joins a character other than ▁
+	// with a following ▁, so a piece can be cut before every such ▁ and
+	// the parts encoded (and cached) separately with identical results.
+	// This makes SentencePiece-style BPE (Llama-2: no pre-tokenizer, the
+	// whole text is one piece) as fast as word-level encoding.
+	metaSplit bool
+}
+
+const metaspace = "▁"
+
+// crossesMeta reports whether s has a ▁ right after another character.
+func crossesMeta(s string) bool {
+	for i := 1; i < len(s); i++ {
+		j := strings.Index(s[i:], metaspace)
+		if j < 0 {
+			return false
+		}
+		i += j
+		if !strings.HasSuffix(s[:i], metaspace) {
+			return true
+		}
+		i += len(metaspace) - 1
+	}
+	return false
+}
+
+// initMetaSplit decides metaSplit (see there) from the vocabulary.
+func (m *bpeModel) initMetaSplit() {
+	if _, ok := m.vocab[metaspace]; !ok || m.prefix != "" || m.suffix != "" || m.byteLevel {
+		return
+	}
+	for tok := range m.vocab {
+		if crossesMeta(tok) {
+			return
+		}
+	}
+	m.metaSplit = true
 }
 
 func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
@@ -56,6 +95,7 @@ func newBPE(vocab map[string]int32, merges [][2]string) (*bpeModel, error) {
 // setByteLevel switches the model to raw-byte input.
 func (m *bpeModel) setByteLevel() {
 	m.byteLevel = true
+	m.metaSplit = false
 	for b := 0; b < 256; b++ {
 		m.byteIDs[b] = -1
 		if id, ok := m.vocab[string(byteToRune[b])]; ok {
@@ -80,15 +120,38 @@ func (m *bpeModel) tokenize(dst []int32, piece string, sc *scratch) []int32 {
 	if piece == "" {
 		return dst
 	}
+	if m.metaSplit && len(piece) > len(metaspace) {
+		start := 0
+		for i := len(metaspace); i < len(piece); {
+			j := strings.Index(piece[i:], metaspace)
+			if j < 0 {
+				break
+			}
+			i += j
+			if !strings.HasSuffix(piece[:i], metaspace) {
+				dst = m.tokenizeWord(dst, piece[start:i], sc)
+				start = i
+			}
+			i += len(metaspace)
+		}
+		return m.tokenizeWord(dst, piece[start:], sc)
+	}
+	return m.tokenizeWord(dst, piece, sc)
+}
+
+// tokenizeWord encodes one piece, through the word cache.
+func (m *bpeModel) tokenizeWord(dst []int32, piece string, sc *scratch) []int32 {
+	var h uint32
 	if len(piece) <= maxCachedWord {
-		if ids, ok := m.cache.get(piece); ok {
+		h = pieceHash(piece)
+		if ids, ok := m.cache.lookup(sc, piece, h); ok {
 			return append(dst, ids...)
 		}
 	}
 	start := len(dst)
 	dst = m.tokenizeNoCache(dst, piece, sc)
 	if len(piece) <= maxCachedWord {
-		m.cache.put(piece, dst[start:])
+		m.cache.store(sc, piece, h, dst[start:])
 	}
 	return dst
 }

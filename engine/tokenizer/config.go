@@ -466,6 +466,10 @@ func (m *modelJSON) kind() string {
 	return "WordLevel"
 }
 
+// maxID bounds token ids (16M, far above any real vocabulary) so that a
+// corrupt file cannot make the loader allocate gigabytes.
+const maxID = 1 << 24
+
 // parsedModel is a model plus its vocabulary.
 type parsedModel struct {
 	m     model
@@ -488,8 +492,8 @@ func parseModel(raw json.RawMessage) (*parsedModel, error) {
 			return nil, fmt.Errorf("model.vocab: %v", err)
 		}
 		for tok, id := range vocab {
-			if id < 0 {
-				return nil, fmt.Errorf("model.vocab: token %q has negative id %d", tok, id)
+			if id < 0 || id >= maxID {
+				return nil, fmt.Errorf("model.vocab: token %q has id %d outside [0, %d)", tok, id, maxID)
 			}
 		}
 	}
@@ -521,6 +525,7 @@ func parseModel(raw json.RawMessage) (*parsedModel, error) {
 		}
 		b.fuseUnk, b.byteFallback, b.ignoreMerges = mj.FuseUnk, mj.ByteFallback, mj.IgnoreMerges
 		b.prefix, b.suffix = deref(mj.ContinuingSubwordPrefix), deref(mj.EndOfWordSuffix)
+		b.initMetaSplit()
 		return &parsedModel{m: b, vocab: vocab, bpe: b}, nil
 	case "WordPiece":
 		w := &wordPieceModel{vocab: vocab, prefix: "##", maxChars: 100, cache: newWordCache()}

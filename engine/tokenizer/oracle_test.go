@@ -198,3 +198,118 @@ func TestAddedTokensParity(t *testing.T) {
 		})
 	}
 }
+
+// TestEncodeOrdinaryParity: EncodeOrdinary must equal the oracle on the
+// same tokenizer with its special tokens removed from added_tokens.
+func TestEncodeOrdinaryParity(t *testing.T) {
+	texts := []string{
+		"a<|endoftext|>b <|begin_of_text|>",
+		"<s>Hello</s> <unk> [CLS] x [SEP]",
+		"<|endoftext|><|endoftext|> end",
+	}
+	var docs []doc
+	for _, s := range texts {
+		docs = append(docs, doc{"ordinary", s})
+	}
+	in, err := writeJSONL(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(in)
+	for _, name := range []string{"gpt2", "llama3", "llama2", "bert"} {
+		t.Run(name, func(t *testing.T) {
+			path := tokenizerFile(t, name)
+			tok, err := Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var f map[string]any
+			if err := json.Unmarshal(b, &f); err != nil {
+				t.Fatal(err)
+			}
+			kept := []any{}
+			for _, a := range f["added_tokens"].([]any) {
+				if !a.(map[string]any)["special"].(bool) {
+					kept = append(kept, a)
+				}
+			}
+			f["added_tokens"] = kept
+			out, _ := json.Marshal(f)
+			plain := filepath.Join(t.TempDir(), "tokenizer.json")
+			if err := os.WriteFile(plain, out, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			want := runOracle(t, plain, in, false)
+			got := make([][]int32, len(docs))
+			for i, d := range docs {
+				got[i] = tok.EncodeOrdinary(d.text)
+			}
+			compareIDs(t, tok, docs, got, want)
+		})
+	}
+}
+
+// replaceInvalid turns every invalid UTF-8 byte into U+FFFD.
+func replaceInvalid(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b.WriteString("\uFFFD")
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// TestInvalidUTF8LikeReplacement: the oracle cannot take invalid UTF-8, so
+// check our policy against it: an invalid byte pre-tokenizes exactly like
+// U+FFFD (same pieces once each invalid byte is replaced).
+func TestInvalidUTF8LikeReplacement(t *testing.T) {
+	var docs, fixed []doc
+	for i, s := range edgeSamples {
+		for _, bad := range []string{"\xff", "\xc3", "\xe2\x82", "\x80\x80", "\xf0\x9f\x98"} {
+			at := (i * 7) % (len(s) + 1)
+			x := s[:at] + bad + s[at:] + " a" + bad + "b " + bad
+			docs = append(docs, doc{"invalid", x})
+			fixed = append(fixed, doc{"invalid", replaceInvalid(x)})
+		}
+	}
+	in, err := writeJSONL(fixed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(in)
+	for _, name := range []string{"gpt2", "llama3"} {
+		t.Run(name, func(t *testing.T) {
+			path := tokenizerFile(t, name)
+			tok, err := Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := oracleLines(t, "pretok", path, in)
+			for i, d := range docs {
+				var want []string
+				if err := json.Unmarshal([]byte(lines[i]), &want); err != nil {
+					t.Fatal(err)
+				}
+				got := tok.pre.split(d.text, true, nil)
+				for j := range got {
+					got[j] = byteLevelString(replaceInvalid(got[j]))
+				}
+				if strings.Join(got, "\x00") != strings.Join(want, "\x00") {
+					t.Errorf("%q: pieces\n ours   %q\n oracle %q", d.text, got, want)
+				}
+				if dec := tok.Decode(tok.Encode(d.text, false), false); dec != d.text {
+					t.Errorf("%q does not round-trip: %q", d.text, dec)
+				}
+			}
+		})
+	}
+}

@@ -12,11 +12,13 @@
 package tokenizer
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // model turns one pre-tokenized piece into ids (appended to dst).
@@ -31,21 +33,22 @@ type scratch struct {
 	pieces []string
 	spans  []span
 	spans2 []span
+	l1     [l1Size]*cacheEntry // see wordCache
 }
 
 // Tokenizer encodes and decodes text. It is safe for concurrent use.
 type Tokenizer struct {
-	vocab     map[string]int32 // model vocabulary plus added tokens
-	tokens    []string         // id → token ("" for unused ids)
-	special   []bool           // id → special added token
-	rawAdded  *addedMatcher    // added tokens matched on raw text
-	normAdded *addedMatcher    // added tokens matched after normalization
-	norm      normalizer
-	pre       preTokenizer
-	model     model
-	post      postProcessor
-	dec       decoder
-	pool      sync.Pool
+	vocab    map[string]int32 // model vocabulary plus added tokens
+	tokens   []string         // id → token ("" for unused ids)
+	special  []bool           // id → special added token
+	added    addedSet         // all added tokens
+	ordinary addedSet         // the added tokens that are not special
+	norm     normalizer
+	pre      preTokenizer
+	model    model
+	post     postProcessor
+	dec      decoder
+	pool     sync.Pool
 }
 
 // Load reads a Hugging Face tokenizer.json file.
@@ -64,7 +67,7 @@ func Load(path string) (*Tokenizer, error) {
 // Parse reads the contents of a Hugging Face tokenizer.json.
 func Parse(data []byte) (*Tokenizer, error) {
 	var f fileJSON
-	if err := jsonUnmarshal(data, &f); err != nil {
+	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, fmt.Errorf("tokenizer.json: %v", err)
 	}
 	pm, err := parseModel(f.Model)
@@ -136,10 +139,22 @@ func Parse(data []byte) (*Tokenizer, error) {
 			raw = append(raw, m)
 		}
 	}
-	t.rawAdded, t.normAdded = newAddedMatcher(raw), newAddedMatcher(normd)
+	t.added = addedSet{newAddedMatcher(raw), newAddedMatcher(normd)}
+	notSpecial := func(toks []addedToken) (out []addedToken) {
+		for _, a := range toks {
+			if !a.Special {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	t.ordinary = addedSet{newAddedMatcher(notSpecial(raw)), newAddedMatcher(notSpecial(normd))}
 	n := 0
 	for _, id := range t.vocab {
 		n = max(n, int(id)+1)
+	}
+	if n > maxID {
+		return nil, fmt.Errorf("added_tokens: id %d above the limit %d", n-1, maxID)
 	}
 	t.tokens = make([]string, n)
 	t.special = make([]bool, n)
@@ -150,8 +165,30 @@ func Parse(data []byte) (*Tokenizer, error) {
 		t.tokens[a.ID] = a.Content
 		t.special[a.ID] = a.Special
 	}
+	if err := checkPostIDs(t.post, n); err != nil {
+		return nil, err
+	}
 	t.pool.New = func() any { return new(scratch) }
 	return t, nil
+}
+
+// checkPostIDs makes sure the post-processor only adds existing ids.
+func checkPostIDs(p postProcessor, n int) error {
+	switch p := p.(type) {
+	case seqPost:
+		for _, q := range p {
+			if err := checkPostIDs(q, n); err != nil {
+				return err
+			}
+		}
+	case templatePost:
+		for _, id := range append(append([]int32{}, p.before...), p.after...) {
+			if id < 0 || int(id) >= n {
+				return fmt.Errorf("post_processor: special token id %d outside the vocabulary [0, %d)", id, n)
+			}
+		}
+	}
+	return nil
 }
 
 // VocabSize returns the number of ids (largest id + 1, added tokens included).
@@ -183,25 +220,48 @@ func (t *Tokenizer) IsSpecial(id int32) bool {
 // recognized either way.
 func (t *Tokenizer) Encode(text string, addSpecial bool) []int32 {
 	sc := t.pool.Get().(*scratch)
-	ids := t.encode(make([]int32, 0, len(text)/4+4), text, sc)
+	ids := t.encodeWith(text, addSpecial, &t.added, sc)
 	t.pool.Put(sc)
+	return ids
+}
+
+// EncodeOrdinary encodes text with special tokens written in it treated as
+// ordinary text ("<|endoftext|>" becomes the tokens of those characters),
+// like Hugging Face with encode_special_tokens=True: no document can fake
+// a special token. Non-special added tokens are still recognized; no
+// post-processing.
+func (t *Tokenizer) EncodeOrdinary(text string) []int32 {
+	sc := t.pool.Get().(*scratch)
+	ids := t.encodeWith(text, false, &t.ordinary, sc)
+	t.pool.Put(sc)
+	return ids
+}
+
+// addedSet holds the added-token matchers of one encoding mode.
+type addedSet struct {
+	raw  *addedMatcher // matched on raw text
+	norm *addedMatcher // matched after normalization
+}
+
+func (t *Tokenizer) encodeWith(text string, addSpecial bool, a *addedSet, sc *scratch) []int32 {
+	ids := t.encode(make([]int32, 0, len(text)/4+4), text, a, sc)
 	if addSpecial && t.post != nil {
 		ids = t.post.process(ids)
 	}
 	return ids
 }
 
-func (t *Tokenizer) encode(ids []int32, text string, sc *scratch) []int32 {
-	if t.rawAdded == nil {
-		return t.encodeSegment(ids, text, true, sc)
+func (t *Tokenizer) encode(ids []int32, text string, a *addedSet, sc *scratch) []int32 {
+	if a.raw == nil {
+		return t.encodeSegment(ids, text, true, a, sc)
 	}
-	spans := t.rawAdded.split(text, sc.spans[:0])
+	spans := a.raw.split(text, sc.spans[:0])
 	for _, s := range spans {
 		if s.id >= 0 {
 			ids = append(ids, s.id)
 			continue
 		}
-		ids = t.encodeSegment(ids, text[s.start:s.end], s.start == 0, sc)
+		ids = t.encodeSegment(ids, text[s.start:s.end], s.start == 0, a, sc)
 	}
 	sc.spans = spans[:0]
 	return ids
@@ -209,14 +269,14 @@ func (t *Tokenizer) encode(ids []int32, text string, sc *scratch) []int32 {
 
 // encodeSegment encodes text between added tokens: normalize, split on
 // normalized added tokens, pre-tokenize, run the model on each piece.
-func (t *Tokenizer) encodeSegment(ids []int32, seg string, first bool, sc *scratch) []int32 {
+func (t *Tokenizer) encodeSegment(ids []int32, seg string, first bool, a *addedSet, sc *scratch) []int32 {
 	if t.norm != nil {
 		seg = t.norm.normalize(seg)
 	}
-	if t.normAdded == nil {
+	if a.norm == nil {
 		return t.encodePieces(ids, seg, first, sc)
 	}
-	spans := t.normAdded.split(seg, sc.spans2[:0])
+	spans := a.norm.split(seg, sc.spans2[:0])
 	for _, s := range spans {
 		if s.id >= 0 {
 			ids = append(ids, s.id)
@@ -248,22 +308,16 @@ func (t *Tokenizer) EncodeBatch(texts []string, addSpecial bool, workers int) []
 		workers = runtime.GOMAXPROCS(0)
 	}
 	out := make([][]int32, len(texts))
-	var next sync.Mutex
-	i := 0
+	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < min(workers, len(texts)); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				next.Lock()
-				j := i
-				i++
-				next.Unlock()
-				if j >= len(texts) {
-					return
-				}
-				out[j] = t.Encode(texts[j], addSpecial)
+			sc := t.pool.Get().(*scratch)
+			defer t.pool.Put(sc)
+			for j := int(next.Add(1) - 1); j < len(texts); j = int(next.Add(1) - 1) {
+				out[j] = t.encodeWith(texts[j], addSpecial, &t.added, sc)
 			}
 		}()
 	}

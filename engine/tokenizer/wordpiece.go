@@ -14,19 +14,21 @@ type wordPieceModel struct {
 	cache    *wordCache
 }
 
-func (m *wordPieceModel) tokenize(dst []int32, piece string, _ *scratch) []int32 {
+func (m *wordPieceModel) tokenize(dst []int32, piece string, sc *scratch) []int32 {
 	if piece == "" {
 		return dst
 	}
+	var h uint32
 	if len(piece) <= maxCachedWord {
-		if ids, ok := m.cache.get(piece); ok {
+		h = pieceHash(piece)
+		if ids, ok := m.cache.lookup(sc, piece, h); ok {
 			return append(dst, ids...)
 		}
 	}
 	start := len(dst)
 	dst = m.tokenizeNoCache(dst, piece)
 	if len(piece) <= maxCachedWord {
-		m.cache.put(piece, dst[start:])
+		m.cache.store(sc, piece, h, dst[start:])
 	}
 	return dst
 }

@@ -73,9 +73,32 @@ func readLogits(t *testing.T, path string, T, V int) []float32 {
 	return x
 }
 
+func readIDs(t *testing.T, path string) []int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int
+	if err := json.Unmarshal(b, &ids); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return ids
+}
+
+// docPos is t's position counted from its document's start.
+func docPos(ids []int, t int) int {
+	s := t
+	for s > 0 && ids[s] != 1 {
+		s--
+	}
+	return t - s
+}
+
 // routing is the reference's MoE report (onecore_ref.py --margins).
 type routing struct {
-	Stable []bool `json:"stable"`
+	Stable []bool    `json:"stable"`
+	Amp    []float64 `json:"lin_amplification"`
 	Blocks []struct {
 		Layer, Doc, Block int
 		Margin            float64
@@ -109,20 +132,29 @@ func stream(rng *rand.Rand, V int, lens []int, noBOS bool) []int {
 // a layer has ~5 rounded GEMM operands, so a 6-layer model carries a few
 // percent of noise in its logits, more where the net amplifies it (sharp
 // softmaxes, the per-head RMSNorm of a small linear-attention output).
-// Measured with the reference itself (onecore_ref.py forward --emulate-bf16,
-// which rounds every GEMM activation operand to bf16, against exact float64,
-// on the configs below): per position, max|Δlogit| / RMS(logits) has a
-// median of 0.019–0.031 and a 98th percentile of 0.04–0.09; a single
-// position in 600 reached 0.8 (a linear-attention head whose output at a
-// <bos> is near zero and changes sign under rounding). Spec deviations are
-// far larger: a wrong RoPE rotation or a missing per-head gain puts the
-// median at 0.8–1.0; a window one key too wide puts 4% of the positions
-// above 0.25 on the window-32 config. So, per comparison:
-//   - median relative error ≤ 0.06 (2–3× the bf16 noise),
-//   - at most 1% of positions (and at least 1 allowed) above 0.25,
-//   - top-1: at most 1% of positions where the engine's argmax scores more
-//     than 0.25·RMS below the reference's maximum.
+// The reference measures that noise itself: `forward --emulate-bf16` rounds
+// every GEMM activation operand to bf16 (an ideal bf16 engine). Against
+// exact float64, per position, max|Δlogit| / RMS(logits) has a median of
+// 0.019–0.031 and a 98th percentile of 0.04–0.09 on the configs below, but
+// single positions reach 0.8 (e.g. a linear-attention head whose output at
+// a <bos> is near zero and flips sign under rounding); the Go engine shows
+// the same picture (median 0.023–0.040). Spec deviations are far larger: a
+// wrong RoPE rotation or a missing per-head gain puts the median at
+// 0.8–1.0; a window one key too wide puts 4% of the positions above 0.25
+// on the window-32 config. So, per comparison:
+//   - median relative error ≤ 0.06 (about 2× the bf16 noise);
+//   - outliers, positions above max(0.25, 4× the ideal bf16 engine's error
+//     at that position), at most 1% of positions (at least 1 allowed);
+//   - top-1: the same bound on how far below the reference's maximum the
+//     engine's argmax scores (relative to RMS), with the same allowance;
+//   - positions where the reference reports a linear-attention cancellation
+//     factor above maxAmp are ill-conditioned and only count toward the
+//     median: at a <bos>, S = k vᵀ and the per-head RMSNorm output is
+//     sign(q·k)·v/|v|, so where cos(q,k) ≈ 0.001 (seen in `init-model`
+//     checkpoints) rounding q or k flips the sign — the Go engine did
+//     (error 0.86) where the emulated engine happened not to (0.06).
 const (
+	maxAmp     = 100
 	tolMedian  = 0.06
 	tolOutlier = 0.25
 	maxOutFrac = 0.01
@@ -130,43 +162,71 @@ const (
 
 type stats struct {
 	compared, outliers, topBad int
+	illCond                    int // positions excluded from outlier counts
 	median, p98, max           float64
+	bad                        []badPos // outliers and top-1 misses, in stream order
 }
 
-// compare measures Go logits against reference logits over the positions
-// the routing report marks stable.
-func compare(want, got []float32, T, V int, stable []bool) stats {
+// badPos is one position outside the bound, for the log.
+type badPos struct {
+	t               int
+	rel, gap, ideal float64
+}
+
+// rowErr returns max_v |w−g| / RMS(w) and how far below max(w) the argmax
+// of g scores in w, relative to RMS(w). NaN counts as an infinite error.
+func rowErr(w, g []float32) (rel, topGap float64) {
+	var ss, maxd float64
+	wmax, gargmax := math.Inf(-1), 0
+	for v := range w {
+		ss += float64(w[v]) * float64(w[v])
+		d := math.Abs(float64(w[v]) - float64(g[v]))
+		if d > maxd || math.IsNaN(d) {
+			maxd = d
+		}
+		wmax = math.Max(wmax, float64(w[v]))
+		if g[v] > g[gargmax] {
+			gargmax = v
+		}
+	}
+	rms := math.Sqrt(ss / float64(len(w)))
+	rel, topGap = maxd/rms, (wmax-float64(w[gargmax]))/rms
+	if math.IsNaN(rel) {
+		rel = math.Inf(1)
+	}
+	return rel, topGap
+}
+
+// compare measures Go logits (got) against the exact reference (want) over
+// the positions the routing report marks stable; ideal is the reference's
+// emulated bf16 engine, whose error bounds what a position may show.
+func compare(want, got, ideal []float32, T, V int, stable []bool, amp []float64) stats {
 	var rel []float64
 	var s stats
 	for t := 0; t < T; t++ {
 		if stable != nil && !stable[t] {
 			continue
 		}
-		w, g := want[t*V:(t+1)*V], got[t*V:(t+1)*V]
-		var ss, maxd float64
-		wmax, gargmax := math.Inf(-1), 0
-		for v := range w {
-			ss += float64(w[v]) * float64(w[v])
-			d := math.Abs(float64(w[v]) - float64(g[v]))
-			if d > maxd || math.IsNaN(d) {
-				maxd = d
-			}
-			wmax = math.Max(wmax, float64(w[v]))
-			if g[v] > g[gargmax] {
-				gargmax = v
-			}
-		}
-		rms := math.Sqrt(ss / float64(V))
-		r := maxd / rms
-		if math.IsNaN(r) {
-			r = math.Inf(1)
+		w := want[t*V : (t+1)*V]
+		r, gap := rowErr(w, got[t*V:(t+1)*V])
+		bound := tolOutlier
+		if ideal != nil {
+			ir, igap := rowErr(w, ideal[t*V:(t+1)*V])
+			bound = math.Max(bound, 4*math.Max(ir, igap))
 		}
 		rel = append(rel, r)
-		if r > tolOutlier {
+		if amp != nil && amp[t] > maxAmp {
+			s.illCond++
+			continue
+		}
+		if r > bound {
 			s.outliers++
 		}
-		if (wmax-float64(w[gargmax]))/rms > tolOutlier {
+		if gap > bound {
 			s.topBad++
+		}
+		if r > bound || gap > bound {
+			s.bad = append(s.bad, badPos{t, r, gap, bound / 4})
 		}
 	}
 	s.compared = len(rel)
@@ -188,9 +248,9 @@ func (s stats) check() error {
 	case s.median > tolMedian:
 		return fmt.Errorf("median relative error %.4f > %.2f", s.median, tolMedian)
 	case s.outliers > allowed:
-		return fmt.Errorf("%d positions with relative error > %.2f (allowed %d)", s.outliers, tolOutlier, allowed)
+		return fmt.Errorf("%d positions with relative error > max(%.2f, 4× ideal bf16) (allowed %d)", s.outliers, tolOutlier, allowed)
 	case s.topBad > allowed:
-		return fmt.Errorf("%d positions whose top-1 scores > %.2f·RMS below the reference's (allowed %d)", s.topBad, tolOutlier, allowed)
+		return fmt.Errorf("%d positions whose top-1 scores > max(%.2f, 4× ideal bf16)·RMS below the reference's (allowed %d)", s.topBad, tolOutlier, allowed)
 	}
 	return nil
 }
@@ -224,10 +284,14 @@ type parityCase struct {
 }
 
 var cases = []parityCase{
-	// The default dense-3m model; 610 tokens cross the 256 chunk boundary.
-	{"dense-default", map[string]any{}, 16384, []int{270, 40, 300}, false},
-	// Default-size experts on layers 0,3,5 (route block 256).
-	{"moe-default", map[string]any{"moe_layers": []int{0, 3, 5}}, 16384, []int{300, 17, 290}, false},
+	// The default dense-3m model; the first document crosses the 256 chunk
+	// boundary. Streams at default size stay short: Debian's torch does
+	// float64 GEMMs with the reference BLAS, and the readout alone is
+	// T×16384×256 multiply-adds.
+	{"dense-default", map[string]any{}, 16384, []int{262, 20}, false},
+	// Default-size experts on layers 0,3,5: the first document's second
+	// route block is routed by the mean of its first.
+	{"moe-default", map[string]any{"moe_layers": []int{0, 3, 5}}, 16384, []int{280, 9}, false},
 	// Non-default small shapes, dense and MoE, stream starting without <bos>.
 	{"small-w32", small, 512, []int{75, 1, 33, 64, 17, 97, 32}, true},
 	{"small-w32-moe", with(small, "moe_layers", []int{0, 2, 3}), 512, []int{75, 1, 33, 64, 17, 97, 32}, true},
@@ -253,6 +317,7 @@ func TestForwardParity(t *testing.T) {
 		c         parityCase
 		ck, ids   string
 		refOut    string
+		idealOut  string
 		marginOut string
 		T         int
 		source    string
@@ -274,12 +339,14 @@ func TestForwardParity(t *testing.T) {
 				pyJobs = append(pyJobs, []string{"init", "--config", cfgPath, "--seed", seed, "--out", ck})
 			}
 			j := job{c: c, ck: ck, ids: idsPath, T: len(ids), source: src,
-				refOut: ck + ".ref.bin", marginOut: ck + ".margins.json"}
+				refOut: ck + ".ref.bin", idealOut: ck + ".ideal.bin", marginOut: ck + ".margins.json"}
 			jobs = append(jobs, j)
 		}
 	}
 	for _, j := range jobs {
-		pyJobs = append(pyJobs, []string{"forward", "--checkpoint", j.ck, "--ids", j.ids, "--out", j.refOut, "--margins", j.marginOut})
+		pyJobs = append(pyJobs,
+			[]string{"forward", "--checkpoint", j.ck, "--ids", j.ids, "--out", j.refOut, "--margins", j.marginOut},
+			[]string{"forward", "--checkpoint", j.ck, "--ids", j.ids, "--out", j.idealOut, "--emulate-bf16"})
 	}
 	jobsPath := filepath.Join(dir, "jobs.json")
 	writeJSON(t, jobsPath, pyJobs)
@@ -297,15 +364,23 @@ func TestForwardParity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := json.Unmarshal(b, &r); err != nil || len(r.Stable) != j.T {
-				t.Fatalf("%s: bad routing report (%v, %d positions)", j.marginOut, err, len(r.Stable))
+			if err := json.Unmarshal(b, &r); err != nil || len(r.Stable) != j.T || len(r.Amp) != j.T {
+				t.Fatalf("%s: bad routing report (%v, %d/%d positions)", j.marginOut, err, len(r.Stable), len(r.Amp))
 			}
-			s := compare(want, got, j.T, V, r.Stable)
-			t.Logf("compared %d/%d positions: median rel %.4f, p98 %.4f, max %.4f, outliers %d, top-1 misses %d",
-				s.compared, j.T, s.median, s.p98, s.max, s.outliers, s.topBad)
+			s := compare(want, got, readLogits(t, j.idealOut, j.T, V), j.T, V, r.Stable, r.Amp)
+			t.Logf("compared %d/%d positions (%d ill-conditioned): median rel %.4f, p98 %.4f, max %.4f, outliers %d, top-1 misses %d",
+				s.compared, j.T, s.illCond, s.median, s.p98, s.max, s.outliers, s.topBad)
+			ids := readIDs(t, j.ids)
+			for i, b := range s.bad {
+				if i == 8 {
+					t.Logf("... %d more", len(s.bad)-i)
+					break
+				}
+				t.Logf("position %d (document position %d): relative error %.3f, top-1 gap %.3f, ideal bf16 engine %.3f",
+					b.t, docPos(ids, b.t), b.rel, b.gap, b.ideal)
+			}
 			if err := s.check(); err != nil {
 				t.Errorf("Go logits disagree with the reference: %v", err)
-				reportFirst(t, want, got, j.T, V, r.Stable)
 			}
 			// Python-written checkpoints route with clear margins by
 			// construction; too few comparable positions means the
@@ -314,28 +389,6 @@ func TestForwardParity(t *testing.T) {
 				t.Errorf("only %d of %d positions have stable routing", s.compared, j.T)
 			}
 		})
-	}
-}
-
-// reportFirst logs the first positions that disagree, to point at the
-// layer of the bug (first document? after the first chunk? block?).
-func reportFirst(t *testing.T, want, got []float32, T, V int, stable []bool) {
-	t.Helper()
-	n := 0
-	for p := 0; p < T && n < 8; p++ {
-		if stable != nil && !stable[p] {
-			continue
-		}
-		var ss, maxd float64
-		for v := 0; v < V; v++ {
-			w := float64(want[p*V+v])
-			ss += w * w
-			maxd = math.Max(maxd, math.Abs(w-float64(got[p*V+v])))
-		}
-		if r := maxd / math.Sqrt(ss/float64(V)); r > tolOutlier || math.IsNaN(r) {
-			t.Logf("position %d: relative error %.3f (ref[0:3]=%v go[0:3]=%v)", p, r, want[p*V:p*V+3], got[p*V:p*V+3])
-			n++
-		}
 	}
 }
 
@@ -379,14 +432,79 @@ func TestToleranceSeparates(t *testing.T) {
 	}
 	T, V := len(ids), c.vocab
 	exact := readLogits(t, ck+".exact", T, V)
-	good := compare(exact, readLogits(t, ck+".bf16", T, V), T, V, r.Stable)
+	good := compare(exact, readLogits(t, ck+".bf16", T, V), nil, T, V, r.Stable, nil)
 	t.Logf("ideal bf16 engine: median %.4f p98 %.4f max %.4f over %d positions", good.median, good.p98, good.max, good.compared)
 	if err := good.check(); err != nil {
 		t.Errorf("an ideal bf16 engine fails the tolerance: %v", err)
 	}
-	wrong := compare(exact, readLogits(t, bad+".bin", T, V), T, V, r.Stable)
+	wrong := compare(exact, readLogits(t, bad+".bin", T, V), readLogits(t, ck+".bf16", T, V), T, V, r.Stable, r.Amp)
 	t.Logf("wrong rope_theta: median %.4f p98 %.4f", wrong.median, wrong.p98)
 	if wrong.check() == nil {
 		t.Errorf("a wrong rope_theta passes the tolerance")
+	}
+}
+
+// TestCompare checks the comparison itself on synthetic logits.
+func TestCompare(t *testing.T) {
+	const T, V = 200, 64
+	rng := rand.New(rand.NewPCG(7, 8))
+	want := make([]float32, T*V)
+	for i := range want {
+		want[i] = float32(rng.NormFloat64() * 4)
+	}
+	perturb := func(f func(t, v int, w float32) float32) []float32 {
+		g := make([]float32, len(want))
+		for t := 0; t < T; t++ {
+			for v := 0; v < V; v++ {
+				g[t*V+v] = f(t, v, want[t*V+v])
+			}
+		}
+		return g
+	}
+	noise := func(eps float64) func(int, int, float32) float32 {
+		return func(_, _ int, w float32) float32 { return w + float32(rng.NormFloat64()*eps) }
+	}
+	amp := make([]float64, T)
+	amp[5] = 1e3 // ill-conditioned: only counts toward the median
+	tests := []struct {
+		name string
+		got  []float32
+		amp  []float64
+		ok   bool
+	}{
+		{"identical", perturb(func(_, _ int, w float32) float32 { return w }), nil, true},
+		{"bf16-like noise", perturb(noise(0.02)), nil, true},
+		{"large noise", perturb(noise(0.5)), nil, false},
+		{"one position off", perturb(func(t, v int, w float32) float32 {
+			if t == 7 {
+				return -w
+			}
+			return w
+		}), nil, true},
+		{"five positions off", perturb(func(t, v int, w float32) float32 {
+			if t%40 == 3 {
+				return -w
+			}
+			return w
+		}), nil, false},
+		{"ill-conditioned positions excluded", perturb(func(t, v int, w float32) float32 {
+			if t == 5 || t == 7 {
+				return -w
+			}
+			return w
+		}), amp, true},
+		{"NaN", perturb(func(t, v int, w float32) float32 {
+			if t == 9 && v == 3 {
+				return float32(math.NaN())
+			}
+			return w
+		}), nil, true}, // one NaN position is one outlier
+		{"NaN everywhere", perturb(func(_, _ int, _ float32) float32 { return float32(math.NaN()) }), nil, false},
+	}
+	for _, tc := range tests {
+		s := compare(want, tc.got, nil, T, V, nil, tc.amp)
+		if err := s.check(); (err == nil) != tc.ok {
+			t.Errorf("%s: check() = %v, want ok=%v (stats %+v)", tc.name, err, tc.ok, s)
+		}
 	}
 }

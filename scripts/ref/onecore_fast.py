@@ -12,8 +12,10 @@ Batch layout: ids [N, L], one document per row, each row starting at its
 several documents into a row only changes masks and resets; a batch of
 whole documents is the same work and keeps this implementation short.
 
-Norms, softmaxes, decays and router logits are computed in float32 (or
-float64 when the activations are), GEMM inputs in the activation dtype.
+Decays (log space, cumulative sums, exp) and router logits are computed in
+float32 (float64 when the activations are); norms and softmaxes run natively
+in bf16 (torch accumulates their reductions in fp32), because torch 1.13
+widens bf16 tensors to fp32 with a slow scalar loop.
 """
 
 import math
@@ -27,6 +29,11 @@ def _acc(dtype):
 
 
 def rmsnorm(x, g, eps):
+    if x.dtype == torch.bfloat16:
+        # Natively in bf16 (the reductions accumulate in fp32 inside torch):
+        # torch 1.13 widens bf16 to fp32 with a scalar loop (~60 ns/element),
+        # which would dominate the whole forward.
+        return x * torch.rsqrt(x.square().mean(-1, keepdim=True) + eps) * g
     xf = x.to(_acc(x.dtype))
     y = xf * torch.rsqrt((xf * xf).mean(-1, keepdim=True) + eps) * g.to(xf.dtype)
     return y.to(x.dtype)
@@ -45,6 +52,9 @@ def rope(x, cos, sin):
     c, s = cos[None, :, None, :], sin[None, :, None, :]
     x1, x2 = x[..., :half], x[..., half:]
     return torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1)
+
+
+_MASKS = {}
 
 
 def _bmm(a, b):
@@ -101,16 +111,15 @@ def lin_attn(x, P, p, cfg):
     v = (x @ P[p + "lin.wv"]).view(N, nc, C, H, dv).transpose(2, 3)  # [N, nc, H, C, dv]
     a = -F.softplus((x @ P[p + "lin.wa"]).to(acc) + P[p + "lin.ba"].to(acc))  # [N, L, H]
     Lc = a.view(N, nc, C, H).transpose(2, 3).cumsum(-1)  # [N, nc, H, C]
-    # exp(L_i − L_j) for j ≤ i; the differences come from a rank-2 bmm
-    # ([L_i, 1]·[1, −L_j], exact products) because torch 1.13's broadcasting
-    # subtraction is far slower on these shapes.
-    one = torch.ones_like(Lc)
-    dec = _bmm(torch.stack([Lc, one], -1), torch.stack([one, -Lc], -2))
+    key = ("causal", C, acc)
+    if key not in _MASKS:  # additive: −inf above the diagonal, so exp gives 0 there
+        _MASKS[key] = torch.full((C, C), float("-inf"), dtype=acc).triu_(1)
+    dec = Lc[..., :, None] - Lc[..., None, :] + _MASKS[key]  # L_i − L_j for j ≤ i
     s = _bmm(q, k.transpose(-1, -2))
     if torch.is_grad_enabled():  # autograd needs the out-of-place forms
-        s = (s * dec.exp().tril()).to(x.dtype)
+        s = s * dec.exp().to(x.dtype)
     else:
-        s.mul_(dec.exp_().tril_())
+        s.mul_(dec.exp_().to(x.dtype))  # same dtype: mixed in-place widens s slowly
     o = _bmm(s, v)  # [N, nc, H, C, dv]
     if nc > 1:
         last = Lc[..., -1:]  # [N, nc, H, 1]
@@ -140,7 +149,7 @@ def moe(x, P, p, cfg, stats=None):
     nb = L // rb
     acc = _acc(x.dtype)
     xb = x.reshape(N, nb, rb, D)
-    mean = xb.to(acc).mean(2)
+    mean = xb.mean(2).to(acc)
     r = torch.cat([torch.zeros_like(mean[:, :1]), mean[:, :-1]], 1)  # previous block of the doc
     logits = r @ P[p + "moe.router.w"].to(acc) + P[p + "moe.router.b"].to(acc)  # [N, nb, E]
     with torch.no_grad():

@@ -27,9 +27,11 @@ float32 gradient of every parameter (same names as model.safetensors) of
 (full-vocabulary cross-entropy; MoE top-k selection treated as a constant,
 gradients flow through the gates). --margins writes the MoE routing report:
 every (layer, document, block) with its selected experts and its margin
-(k-th minus (k+1)-th router logit), and "stable": a per-position flag that is
+(k-th minus (k+1)-th router logit); "stable": a per-position flag that is
 false from the first unstable block (margin < 0.05, block index >= 1) to the
-end of its document.
+end of its document; "lin_amplification": per position, the worst
+linear-attention cancellation factor (see lin_attn), large where the output
+is ill-conditioned under bf16.
 """
 
 import argparse
@@ -390,8 +392,14 @@ def swa(x, P, p, cfg, doc, pos):
     return gin(o) @ P[p + "swa.wo"]
 
 
-def lin_attn(x, P, p, cfg, doc, pos):
-    """Log-decay linear attention, naive: the recurrence one token at a time."""
+def lin_attn(x, P, p, cfg, doc, pos, amp=None):
+    """Log-decay linear attention, naive: the recurrence one token at a time.
+
+    amp (optional, [T]) is raised to each position's worst cancellation
+    factor |q|·|S|_F / |qᵀS| over heads: the per-head RMSNorm divides by |o|,
+    so where qᵀS nearly cancels (at a <bos>, S = k vᵀ and the factor is
+    1/|cos(q,k)|) relative input noise is amplified by about this much and
+    the normalised output may even flip sign under bf16 rounding."""
     T = x.shape[0]
     H, ds, dv = cfg["lin_heads"], cfg["d_state"], cfg["lin_head_dim"]
     x = gin(x)
@@ -408,6 +416,10 @@ def lin_attn(x, P, p, cfg, doc, pos):
         else:
             S = torch.exp(a[t])[:, None, None] * S + kv
         outs.append(torch.einsum("hs,hsv->hv", q[t], S))
+        if amp is not None:
+            with torch.no_grad():
+                f = q[t].norm(dim=-1) * S.flatten(1).norm(dim=-1) / outs[-1].norm(dim=-1)
+                amp[t] = max(float(amp[t]), float(f.nan_to_num(math.inf).max()))
     o = torch.stack(outs)  # [T, H, dv]
     gn = P[p + "lin.gn"].view(H, dv)
     o = rmsnorm(o, gn, cfg["norm_eps"]).reshape(T, H * dv)
@@ -458,9 +470,10 @@ def moe(x, P, p, cfg, doc, pos, layer, report):
     return torch.cat(parts, 0)
 
 
-def forward(cfg, P, ids, report=None, hidden=False):
+def forward(cfg, P, ids, report=None, hidden=False, amp=None):
     """Logits [T, V] (float64) of a packed stream. report: list to which MoE
-    routing decisions are appended."""
+    routing decisions are appended; amp: [T] tensor of zeros that receives
+    the linear-attention cancellation factors (see lin_attn)."""
     if len(ids) == 0:
         raise RefError("ids: empty stream")
     V = cfg["vocab_size"]
@@ -473,7 +486,10 @@ def forward(cfg, P, ids, report=None, hidden=False):
     for i, kind in enumerate(cfg["layers"]):
         p = f"layers.{i}."
         x = rmsnorm(h, P[p + "norm1.g"], eps)
-        h = h + (swa if kind == "swa" else lin_attn)(x, P, p, cfg, doc, pos)
+        if kind == "swa":
+            h = h + swa(x, P, p, cfg, doc, pos)
+        else:
+            h = h + lin_attn(x, P, p, cfg, doc, pos, amp)
         x = rmsnorm(h, P[p + "norm2.g"], eps)
         if i in cfg["moe_layers"]:
             h = h + moe(x, P, p, cfg, doc, pos, i, report)
@@ -530,10 +546,17 @@ def read_ids(path):
     return ids
 
 
-def write_margins(path, ids, report):
+def _finite(x):
+    """JSON has no infinity: clamp to 1e30 (an unbounded margin or factor)."""
+    return min(float(x), 1e30)
+
+
+def write_margins(path, ids, report, amp):
+    blocks = [dict(r, margin=_finite(r["margin"])) for r in report]
     with open(path, "w") as f:
-        json.dump({"margin_min": MARGIN_MIN, "blocks": report,
-                   "stable": stable_positions(ids, report)}, f)
+        json.dump({"margin_min": MARGIN_MIN, "blocks": blocks,
+                   "stable": stable_positions(ids, report),
+                   "lin_amplification": [round(_finite(x), 3) for x in amp]}, f, allow_nan=False)
 
 
 def cmd_init(a):
@@ -546,12 +569,12 @@ def cmd_forward(a):
     EMULATE_BF16 = a.emulate_bf16
     cfg, P = load_checkpoint(a.checkpoint)
     ids = read_ids(a.ids)
-    report = []
+    report, amp = [], torch.zeros(len(ids))
     with torch.no_grad():
-        logits = forward(cfg, P, ids, report)
+        logits = forward(cfg, P, ids, report, amp=amp)
     logits.to(torch.float32).numpy().astype("<f4").tofile(a.out)
     if a.margins:
-        write_margins(a.margins, ids, report)
+        write_margins(a.margins, ids, report, amp)
 
 
 def cmd_grad(a):
@@ -559,12 +582,12 @@ def cmd_grad(a):
     ids = read_ids(a.ids)
     for t in P.values():
         t.requires_grad_(True)
-    report = []
-    loss = loss_fn(forward(cfg, P, ids, report), ids)
+    report, amp = [], torch.zeros(len(ids))
+    loss = loss_fn(forward(cfg, P, ids, report, amp=amp), ids)
     loss.backward()
     write_safetensors(a.out, {n: t.grad for n, t in P.items()}, "F32")
     if a.margins:
-        write_margins(a.margins, ids, report)
+        write_margins(a.margins, ids, report, amp)
     if a.loss:
         with open(a.loss, "w") as f:
             json.dump({"loss": float(loss)}, f)

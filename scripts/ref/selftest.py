@@ -209,6 +209,26 @@ class Files(unittest.TestCase):
 
 
 class Bench(unittest.TestCase):
+    def test_fast_model_gradients(self):
+        # The training benchmark differentiates the chunked model: its
+        # autograd gradients equal the reference's (float64).
+        cfg = ref.make_config(SMALL)
+        rng = random.Random(4)
+        docs = [rand_doc(rng, 32, 300) for _ in range(2)]
+        grads = []
+        for impl in ("ref", "fast"):
+            P = {n: t.clone().requires_grad_(True) for n, t in ref.init_params(cfg, 6).items()}
+            if impl == "ref":
+                lg = ref.forward(cfg, P, sum(docs, []))
+            else:
+                lg = fast.logits(cfg, P, torch.tensor(docs)).reshape(64, -1)
+            w = torch.randn(lg.shape, generator=torch.Generator().manual_seed(0), dtype=lg.dtype)
+            (lg * w).sum().backward()
+            grads.append({n: t.grad for n, t in P.items()})
+        for n in grads[0]:
+            a, b = grads[0][n], grads[1][n]
+            self.assertLess((a - b).norm().item(), 1e-8 * (1 + a.norm().item()), n)
+
     def test_bf16_fast_model_tracks_reference(self):
         # The benchmark's bf16 model computes the same function: top-1 agrees
         # almost everywhere and logits are within bf16 noise.

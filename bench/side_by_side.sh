@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs the Go engine / trainer and the PyTorch baselines on the same pinned
+# core, alternating A B A B so load drift on a shared machine hits both, and
+# prints each pair's numbers and their ratio. Usage:
+#   bench/side_by_side.sh [prefill|train|all] [CPU]     (default: all, CPU 1)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-all}
+cpu=${2:-1}
+py=/usr/bin/python3
+bin=$(mktemp -d)/onecore
+go build -o "$bin" ./cmd/onecore
+
+ratio() { $py -c "import sys; print(f'{float(sys.argv[1])/float(sys.argv[2]):.2f}')" "$1" "$2"; }
+field() { $py -c "import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])[sys.argv[1]])" "$1"; }
+
+if [[ $what == prefill || $what == all ]]; then
+  for model in dense moe; do
+    preset=dense-3m; flag=""
+    [[ $model == moe ]] && preset=moe-3m && flag=--moe
+    for round in 1 2; do
+      g=$("$bin" bench engine --config $preset --cpu "$cpu" --json)
+      t=$(taskset -c "$cpu" $py bench/torch_prefill.py $flag)
+      gb=$(field prefill_tok_s <<<"$g"); gr=$(field prefill_readout_tok_s <<<"$g")
+      tb=$(field prefill_tok_s <<<"$t"); tr=$(field prefill_readout_tok_s <<<"$t")
+      echo "prefill $model round $round: go body $gb tok/s, torch body $tb tok/s, ratio $(ratio "$gb" "$tb"); go+readout $gr, torch+readout $tr, ratio $(ratio "$gr" "$tr")"
+    done
+  done
+fi
+
+if [[ $what == train || $what == all ]]; then
+  for model in Dense MoE; do
+    flag=""; [[ $model == MoE ]] && flag=--moe
+    for round in 1 2; do
+      g=$(taskset -c "$cpu" go test ./train -run '^$' -bench "BenchmarkTrainStep$model\$" -benchtime 3x | awk '/tok\/s/ {for (i=1;i<=NF;i++) if ($(i+1)=="tok/s") print $i}')
+      t=$(taskset -c "$cpu" $py bench/torch_train.py $flag --steps 3)
+      tt=$(field train_tok_s <<<"$t")
+      echo "train $model round $round: go $g tok/s, torch $tt tok/s, ratio $(ratio "$g" "$tt")"
+    done
+  done
+fi

@@ -1,0 +1,21 @@
+// Package train trains onecore's hybrid language models on CPU cores, in
+// pure Go on the amx kernels: pretraining from scratch, supervised
+// fine-tuning (SFT) and classifier heads, writing checkpoints the engine
+// loads unchanged (DESIGN §3, §7).
+//
+// The network (Model) is written once, generic over the element type:
+// float32 is the training path — fp32 master weights and activations, every
+// matrix product with bf16 operands and fp32 accumulation through amx, as
+// in inference — and float64 is an exact reference path that the gradient
+// tests hold against finite differences and an independent PyTorch
+// implementation (scripts/ref/onecore_ref.py).
+//
+// Pretrain packs whole documents (<bos> … <eos>) into rows, optimises the
+// sampled-softmax objective ((1 + negatives)-way discrimination against
+// negatives drawn from the training data's unigram distribution, with the
+// log-q correction) with AdamW, warmup + cosine decay and gradient
+// clipping, evaluates val_flat (full-vocabulary loss on a held-out split),
+// the induct/shift/add probes and greedy samples, and checkpoints with a
+// train_state/ from which --resume continues bit for bit: every random draw
+// derives from (seed, epoch) or (seed, step).
+package train
