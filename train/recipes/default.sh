@@ -19,8 +19,10 @@
 # Usage: train/recipes/default.sh            (env knobs below)
 #   CONFIG=train/recipes/small.json  model config (the shipped model; dense-3m is the
 #                                    DESIGN default, ~4x the training cost)
-#   PRETRAIN_TOKENS=1500000          pretraining budget (the shipped model: see
-#                                    models/default/README.md for what it got)
+#   PRETRAIN_TOKENS=1500000          pretraining budget. The shipped model ran with
+#                                    1500000 but was stopped at its first checkpoint
+#                                    (500K tokens, step 245) for lack of CPU time; its
+#                                    classifier started from that checkpoint.
 #   CLS_MAX_TOKENS=256 CLS_EPOCHS=1  classifier fine-tune
 #   TOKENIZER=onecore|hf             hf: the fallback trainer (hf_tokenizer.js, npm
 #                                    tokenizers), used for the shipped model
@@ -69,7 +71,7 @@ resume=(); [[ -f $work/base/train_state/state.json || -d $work/base/train_state 
 
 log "4. classifier head + fine-tune"
 "$ONECORE" train classify --from "$work/base" --data "$data/spam_train.jsonl" --label-field label \
-  --out "$work/spam" --finetune --epochs "$cls_epochs" --max-tokens "$cls_max_tokens"
+  --out "$work/spam" --finetune --epochs "$cls_epochs" --max-tokens "$cls_max_tokens" --lr 1e-3
 
 log "5. held-out evaluation"
 rm -rf "$work/heldout-pred.jsonl"
