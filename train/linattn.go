@@ -78,7 +78,7 @@ func (m *Model[T]) linBwd(lc *layerCache[T], pre string, dy, dx []T) {
 	N, D, H, ds, dv := m.n, c.DModel, c.LinHeads, c.DState, c.LinHeadDim
 	HK, HV := H*ds, H*dv
 	gemm(m.ws, HV, N, D, lc.on, true, dy, false, m.P.G(pre+"lin.wo"), true)
-	don := m.buf("lin.don", N*HV)
+	don := m.bufRaw("lin.don", N*HV)
 	gemm(m.ws, N, D, HV, dy, false, m.P.W(pre+"lin.wo"), true, don, false)
 	do := m.buf("lin.do", N*HV)
 	gn, dgn := m.P.W(pre+"lin.gn"), m.P.G(pre+"lin.gn")
@@ -88,8 +88,8 @@ func (m *Model[T]) linBwd(lc *layerCache[T], pre string, dy, dx []T) {
 			rmsnormBwd(lc.o[o:o+dv], gn[h*dv:(h+1)*dv], lc.ro[t*H+h:t*H+h+1], don[o:o+dv], do[o:o+dv], dgn[h*dv:(h+1)*dv], dv)
 		}
 	}
-	dq := m.buf("lin.dq", N*HK)
-	dk := m.buf("lin.dk", N*HK)
+	dq := m.bufRaw("lin.dq", N*HK)
+	dk := m.bufRaw("lin.dk", N*HK)
 	dvv := m.buf("lin.dvv", N*HV)
 	dz := m.buf("lin.dz", N*H)
 	qs := T(1 / math.Sqrt(float64(ds)))

@@ -84,14 +84,14 @@ func SampledSoftmax[T Float](m *Model[T], hf []T, targets []int32, negs []int32,
 	if n == 0 {
 		return 0, 0, dhf
 	}
-	eneg := m.buf("eneg", S*D)
-	corr := m.buf("corr", S)
+	eneg := m.bufRaw("eneg", S*D)
+	corr := m.bufRaw("corr", S)
 	lns := math.Log(float64(S))
 	for j, id := range negs {
 		copy(eneg[j*D:(j+1)*D], emb[int(id)*D:(int(id)+1)*D])
 		corr[j] = T(lns + logq[id])
 	}
-	sc := m.buf("sc", N*S)
+	sc := m.bufRaw("sc", N*S)
 	gemm(m.ws, N, D, S, hf, false, eneg, true, sc, false)
 	invn := 1 / float64(n)
 	for t, y := range targets {
@@ -134,7 +134,7 @@ func SampledSoftmax[T Float](m *Model[T], hf []T, targets []int32, negs []int32,
 		}
 	}
 	gemm(m.ws, N, S, D, sc, false, eneg, false, dhf, true)
-	dneg := m.buf("dneg", S*D)
+	dneg := m.bufRaw("dneg", S*D)
 	gemm(m.ws, S, N, D, sc, true, hf, false, dneg, false)
 	for j, id := range negs {
 		row := demb[int(id)*D : (int(id)+1)*D]

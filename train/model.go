@@ -125,7 +125,7 @@ func (m *Model[T]) Forward(ids []int32, rowLen int) []T {
 		}
 	}
 	emb := m.P.W("emb")
-	h := m.buf("h0", N*D)
+	h := m.bufRaw("h0", N*D)
 	for t, id := range ids {
 		copy(h[t*D:(t+1)*D], emb[int(id)*D:(int(id)+1)*D])
 	}
@@ -138,7 +138,7 @@ func (m *Model[T]) Forward(ids []int32, rowLen int) []T {
 		lc.n1 = grow(lc.n1, N*D)
 		lc.r1 = grow(lc.r1, N)
 		rmsnormFwd(h, m.P.W(pre+"norm1.g"), lc.n1, lc.r1, D, eps)
-		mix := m.buf("mix", N*D)
+		mix := m.bufRaw("mix", N*D)
 		switch kind {
 		case "swa":
 			m.swaFwd(lc, pre, mix)

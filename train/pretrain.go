@@ -201,6 +201,9 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 	sched := Schedule{LR: o.LR, MinLR: o.MinLR, Warmup: o.Warmup, Total: totalSteps}
 	packer := &Packer{C: train, RowLen: o.SeqLen, Seed: o.Seed}
 	st := &TrainState{Seed: o.Seed, Options: o.fingerprint()}
+	if o.Resume && statErr != nil {
+		log.Info("no train_state/ in the output directory: starting a new run", "dir", o.Out)
+	}
 	if o.Resume && statErr == nil {
 		st, err = loadTrainState(o.Out, p, opt)
 		if err != nil {

@@ -110,10 +110,10 @@ func (m *Model[T]) swaFwd(lc *layerCache[T], pre string, out []T) {
 	lc.chunks, np = m.swaChunks(lc.chunks)
 	lc.p = grow(lc.p, np)
 	scale := T(1 / math.Sqrt(float64(hd)))
-	qh := m.buf("swa.qh", W*hd)
-	kh := m.buf("swa.kh", 2*W*hd)
-	vh := m.buf("swa.vh", 2*W*hd)
-	oh := m.buf("swa.oh", W*hd)
+	qh := m.bufRaw("swa.qh", W*hd)
+	kh := m.bufRaw("swa.kh", 2*W*hd)
+	vh := m.bufRaw("swa.vh", 2*W*hd)
+	oh := m.bufRaw("swa.oh", W*hd)
 	ninf := T(math.Inf(-1))
 	for _, ch := range lc.chunks {
 		nq, nk := ch.c1-ch.c0, ch.c1-ch.k0
@@ -148,20 +148,20 @@ func (m *Model[T]) swaBwd(lc *layerCache[T], pre string, dy, dx []T) {
 	N, D, H, hd, W := m.n, c.DModel, c.SWAHeads, c.SWAHeadDim, c.Window
 	HD := H * hd
 	gemm(m.ws, HD, N, D, lc.o, true, dy, false, m.P.G(pre+"swa.wo"), true)
-	do := m.buf("swa.do", N*HD)
+	do := m.bufRaw("swa.do", N*HD)
 	gemm(m.ws, N, D, HD, dy, false, m.P.W(pre+"swa.wo"), true, do, false)
 	dq := m.buf("swa.dq", N*HD)
 	dk := m.buf("swa.dk", N*HD)
 	dv := m.buf("swa.dv", N*HD)
 	scale := T(1 / math.Sqrt(float64(hd)))
-	qh := m.buf("swa.qh", W*hd)
-	kh := m.buf("swa.kh", 2*W*hd)
-	vh := m.buf("swa.vh", 2*W*hd)
-	doh := m.buf("swa.doh", W*hd)
-	dqh := m.buf("swa.dqh", W*hd)
-	dkh := m.buf("swa.dkh", 2*W*hd)
-	dvh := m.buf("swa.dvh", 2*W*hd)
-	dp := m.buf("swa.dp", 2*W*W)
+	qh := m.bufRaw("swa.qh", W*hd)
+	kh := m.bufRaw("swa.kh", 2*W*hd)
+	vh := m.bufRaw("swa.vh", 2*W*hd)
+	doh := m.bufRaw("swa.doh", W*hd)
+	dqh := m.bufRaw("swa.dqh", W*hd)
+	dkh := m.bufRaw("swa.dkh", 2*W*hd)
+	dvh := m.bufRaw("swa.dvh", 2*W*hd)
+	dp := m.bufRaw("swa.dp", 2*W*W)
 	for _, ch := range lc.chunks {
 		nq, nk := ch.c1-ch.c0, ch.c1-ch.k0
 		for h := 0; h < H; h++ {
