@@ -171,3 +171,9 @@ func TestElementwiseReductions(t *testing.T) {
 		}
 	}
 }
+
+func TestSelfTestElementwise(t *testing.T) {
+	if err := SelfTestElementwise(); err != nil {
+		t.Fatal(err)
+	}
+}

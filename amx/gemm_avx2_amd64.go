@@ -57,16 +57,23 @@ func packAVX2(dst *Matrix, b []BF16, ldb int, transposed bool) {
 		j0 := pn * nr2
 		cols := min(nr2, n-j0)
 		panel := dst.f32[pn*k*nr2 : (pn+1)*k*nr2]
-		for kk := 0; kk < k; kk++ {
-			row := panel[kk*nr2 : kk*nr2+cols]
-			if transposed {
-				for j := range row {
-					row[j] = b[(j0+j)*ldb+kk].Float32()
-				}
-			} else {
-				ToFloat32(row, b[kk*ldb+j0:kk*ldb+j0+cols])
+		if !transposed {
+			for kk := 0; kk < k; kk++ {
+				ToFloat32(panel[kk*nr2:kk*nr2+cols], b[kk*ldb+j0:kk*ldb+j0+cols])
+			}
+			continue
+		}
+		// Column j of the panel is row j0+j of bt: widen it (vectorised),
+		// then scatter it down the panel.
+		tmp := getF32(k)
+		col := *tmp
+		for j := 0; j < cols; j++ {
+			ToFloat32(col, b[(j0+j)*ldb:(j0+j)*ldb+k])
+			for kk, v := range col {
+				panel[kk*nr2+j] = v
 			}
 		}
+		f32Pool.Put(tmp)
 	}
 }
 

@@ -107,3 +107,76 @@ func SelfTest(k Kernel) error {
 	}
 	return nil
 }
+
+// SelfTestElementwise checks the installed elementwise fast paths against
+// the generic code on ragged lengths: bit-exact where the operations are
+// the same (bf16 conversion, ReLU², Add, Axpy, RoPE), within the fp32
+// summation bound where the order differs (Dot, RMSNorm, SoftmaxRow).
+func SelfTestElementwise() error {
+	r := rand.New(rand.NewPCG(7, 7))
+	for n := 0; n <= 67; n++ {
+		x, y := make([]float32, n), make([]float32, n)
+		for i := range x {
+			x[i], y[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+		}
+		if n > 4 {
+			x[1], x[3] = float32(math.Inf(-1)), math.Float32frombits(0x3f808000) // −Inf, a tie
+		}
+		b1, b2 := make([]BF16, n), make([]BF16, n)
+		ToBF16(b1, x)
+		toBF16Generic(b2, x)
+		for i := range b1 {
+			if b1[i] != b2[i] {
+				return fmt.Errorf("ToBF16 n=%d [%d]: %#x, generic %#x", n, i, b1[i], b2[i])
+			}
+		}
+		exact := func(name string, fast, gen func(v []float32)) error {
+			v1, v2 := append([]float32(nil), y...), append([]float32(nil), y...)
+			fast(v1)
+			gen(v2)
+			for i := range v1 {
+				if math.Float32bits(v1[i]) != math.Float32bits(v2[i]) {
+					return fmt.Errorf("%s n=%d [%d]: %g, generic %g", name, n, i, v1[i], v2[i])
+				}
+			}
+			return nil
+		}
+		h := n / 2
+		for _, err := range []error{
+			exact("ReLU2", ReLU2, relu2Generic),
+			exact("Add", func(v []float32) { Add(v, x) }, func(v []float32) { addGeneric(v, x) }),
+			exact("Axpy", func(v []float32) { Axpy(0.3, x, v) }, func(v []float32) { axpyGeneric(0.3, x, v) }),
+			exact("RoPE", func(v []float32) { RoPE(v, y[:h], x[n-h:]) }, func(v []float32) { ropeGeneric(v[:h], v[h:2*h], y[:h], x[n-h:]) }),
+		} {
+			if err != nil {
+				return err
+			}
+		}
+		var mag float64
+		for i := range y {
+			mag += math.Abs(float64(y[i] * y[i]))
+		}
+		tol := float64(n+8) * 0x1p-23
+		if d, g := Dot(y, y), dotGeneric(y, y); math.Abs(float64(d-g)) > tol*mag {
+			return fmt.Errorf("Dot n=%d: %g, generic %g", n, d, g)
+		}
+		if n == 0 {
+			continue
+		}
+		d1, d2 := make([]float32, n), make([]float32, n)
+		RMSNorm(d1, nil, y, x, 1e-5)
+		rmsNormGeneric(d2, nil, y, x, 1e-5)
+		s1, s2 := append([]float32(nil), x...), append([]float32(nil), x...)
+		SoftmaxRow(s1)
+		softmaxGeneric(s2)
+		for i := range d1 {
+			if math.Abs(float64(d1[i]-d2[i])) > tol*math.Abs(float64(d2[i])) || math.IsNaN(float64(d1[i])) != math.IsNaN(float64(d2[i])) {
+				return fmt.Errorf("RMSNorm n=%d [%d]: %g, generic %g", n, i, d1[i], d2[i])
+			}
+			if math.Abs(float64(s1[i]-s2[i])) > tol*float64(s2[i])+1e-30 {
+				return fmt.Errorf("SoftmaxRow n=%d [%d]: %g, generic %g", n, i, s1[i], s2[i])
+			}
+		}
+	}
+	return nil
+}

@@ -30,9 +30,12 @@ type BenchResult struct {
 	ReadoutBreakdown   map[string]float64 `json:"prefill_readout_breakdown"`
 	DecodeBreakdown    map[string]float64 `json:"decode_breakdown"` // at the largest batch
 	PrefillGEMMGFlops  float64            `json:"prefill_gemm_gflop_s"`
-	PrefillProfile     string             `json:"-"`
-	ReadoutProfile     string             `json:"-"`
-	DecodeProfile      map[int]string     `json:"-"`
+	// ExpertLoadMaxOverMean is, per MoE layer, the most-loaded expert's
+	// token count over the mean (1 = perfectly balanced), from the prefill.
+	ExpertLoadMaxOverMean map[string]float64 `json:"expert_load_max_over_mean,omitempty"`
+	PrefillProfile        string             `json:"-"`
+	ReadoutProfile        string             `json:"-"`
+	DecodeProfile         map[int]string     `json:"-"`
 }
 
 // Bench measures prefill (body only, and with the full readout) and decode
@@ -120,6 +123,23 @@ func Bench(m *Model, o BenchOptions) BenchResult {
 	}
 	res.PrefillReadoutTokS, _, p = measure(withReadout)
 	res.ReadoutBreakdown, res.ReadoutProfile = p.Shares(), p.String()
+
+	for li, load := range in.Load {
+		if load == nil {
+			continue
+		}
+		var sum, mx int64
+		for _, c := range load {
+			sum += c
+			mx = max(mx, c)
+		}
+		if sum > 0 {
+			if res.ExpertLoadMaxOverMean == nil {
+				res.ExpertLoadMaxOverMean = map[string]float64{}
+			}
+			res.ExpertLoadMaxOverMean[itoa(li)] = float64(mx) * float64(len(load)) / float64(sum)
+		}
+	}
 
 	rng := rand.New(rand.NewPCG(o.Seed, 3))
 	for _, B := range o.DecodeBatch {

@@ -150,12 +150,9 @@ func (d *Decoder) Step() []Token {
 		in.m.applyMask(row)
 		tok, lp := int32(-1), float32(0)
 		if st.req.Allow == nil || d.constrain(row, st.req.Allow(st.gen)) {
+			tok = d.smp.pick(row, &st.req.Sampling, st.rng)
 			if st.req.LogProbs {
-				lse := logSumExp(row)
-				tok = d.smp.pick(row, &st.req.Sampling, st.rng)
-				lp = d.logits[i*V+int(tok)] - lse
-			} else {
-				tok = d.smp.pick(row, &st.req.Sampling, st.rng)
+				lp = in.logProb(row, tok, false)
 			}
 		}
 		st.made++

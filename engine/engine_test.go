@@ -31,8 +31,7 @@ func testModelFor(t testing.TB, cfg *Config, seed uint64, kern amx.Kernel) *Mode
 	ts[HeadClsB] = []float32{0.1, -0.2, 0.3}
 	// Give the router a strong bias spread so block 0 is not a near-tie
 	// and the rest of the router input matters.
-	for i, kind := range cfg.Layers {
-		_ = kind
+	for i := range cfg.Layers {
 		if cfg.IsMoE(i) {
 			b := ts[layerName(i, "moe.router.b")]
 			for e := range b {
@@ -128,7 +127,10 @@ func testBatchInvariance(t *testing.T, m *Model) {
 			for i := w; i < len(docs); i += 2 {
 				mine = append(mine, docs[i])
 			}
-			out[w], _ = NewInstance(m).Prefill(mine, allWant)
+			var err error
+			if out[w], err = NewInstance(m).Prefill(mine, allWant); err != nil {
+				t.Error(err)
+			}
 		}(w)
 	}
 	wg.Wait()
@@ -244,6 +246,28 @@ func TestPrefillOutputs(t *testing.T) {
 		}
 		if math.Abs(ss/float64(D)-1) > 1e-3 {
 			t.Fatalf("final hidden not normalised: mean square %v", ss/float64(D))
+		}
+	}
+	// MaskVocab: log-probs under the mask, logits still raw.
+	masked, err := in.Prefill(docs, Want{Logits: LogitsAll, LogProbs: true, MaskVocab: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(masked[0].Logits, res[0].Logits) {
+		t.Fatal("MaskVocab changed the returned logits")
+	}
+	d := docs[0]
+	for i := 0; i < len(d)-1; i++ {
+		row := res[0].Logits[i*V : (i+1)*V]
+		var s float64
+		for id, v := range row {
+			if id != 0 && id != 1 && id != 5 { // testModel masks 0, 1, 5
+				s += math.Exp(float64(v))
+			}
+		}
+		want := float64(row[d[i+1]]) - math.Log(s)
+		if math.Abs(want-float64(masked[0].LogProbs[i])) > 1e-4 {
+			t.Fatalf("masked logprob %d: %v want %v", i, masked[0].LogProbs[i], want)
 		}
 	}
 	if _, err := in.Prefill([][]int32{{1, 97}}, Want{}); err == nil {

@@ -67,7 +67,7 @@ type Instance struct {
 	rsel    []int
 	ropeTmp []float32
 
-	lpTile []float32
+	lpTile, lpRow []float32
 
 	// export receives, per segment of the pass (nil: none), the decode
 	// state at the end of the document.

@@ -200,8 +200,8 @@ const logProbTile = 32
 
 // logProbs writes out[p] = log p(doc[p+1] | ..p) for the segment's
 // positions p (except the document's last), from full (the segment's
-// logits, when the caller computed them anyway) or tiles of readout.
-// With mask the vocabulary mask is applied first (full is modified).
+// logits, when the caller computed them anyway; left unmasked) or tiles of
+// readout. With mask the vocabulary mask is applied first.
 func (in *Instance) logProbs(doc []int32, s segment, full []float32, out []float32, mask bool) {
 	V := in.m.Cfg.VocabSize
 	n := s.n
@@ -222,15 +222,32 @@ func (in *Instance) logProbs(doc []int32, s segment, full []float32, out []float
 		}
 		t0 := in.tick()
 		for i := 0; i < nr; i++ {
-			row := rows[i*V : (i+1)*V]
-			if mask {
-				in.m.applyMask(row)
-			}
 			p := s.off + i0 + i
-			out[p] = row[doc[p+1]] - logSumExp(row)
+			out[p] = in.logProb(rows[i*V:(i+1)*V], doc[p+1], mask)
 		}
 		in.tock(OpOther, t0)
 	}
+}
+
+// logProb returns log softmax(row)[t] (after the vocabulary mask when
+// mask), leaving row unchanged: the vectorised amx.SoftmaxRow on a copy,
+// and an exact log-sum-exp when the probability is too small for fp32.
+func (in *Instance) logProb(row []float32, t int32, mask bool) float32 {
+	in.lpRow = growF(in.lpRow, len(row))
+	tmp := in.lpRow
+	copy(tmp, row)
+	if mask {
+		in.m.applyMask(tmp)
+	}
+	amx.SoftmaxRow(tmp)
+	if p := tmp[t]; p >= 1e-30 {
+		return float32(math.Log(float64(p)))
+	}
+	copy(tmp, row)
+	if mask {
+		in.m.applyMask(tmp)
+	}
+	return tmp[t] - logSumExp(tmp)
 }
 
 // logSumExp is log Σ exp(x) computed stably.

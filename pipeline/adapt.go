@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"path/filepath"
-	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/onecore-dev/onecore/engine"
@@ -106,15 +105,12 @@ func CreateWriter(path, format string, schema *arrow.Schema) (PartWriter, error)
 }
 
 // Tok adapts a tokenizer.Tokenizer. Special tokens written literally in a
-// document ("<bos>" as text) are dropped, so no document can fake a
-// document boundary.
+// document ("<bos>" as text) are encoded as ordinary text, so no document
+// can fake a document boundary and no text is lost.
 type Tok struct{ T *tokenizer.Tokenizer }
 
 // Encode implements Tokenizer.
-func (t Tok) Encode(s string) []int32 {
-	ids := t.T.Encode(s, false)
-	return slices.DeleteFunc(ids, func(id int32) bool { return id <= engine.EosID })
-}
+func (t Tok) Encode(s string) []int32 { return t.T.EncodeOrdinary(s) }
 
 // Decode implements Tokenizer.
 func (t Tok) Decode(ids []int32) string { return t.T.Decode(ids, true) }

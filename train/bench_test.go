@@ -3,13 +3,12 @@ package train
 import (
 	"math"
 	"math/rand/v2"
-	"syscall"
 	"testing"
 )
 
 // benchStep runs one full training step (forward, sampled softmax,
 // backward, AdamW) of config c on rows×rowLen random tokens.
-func benchStep(b *testing.B, c *Config, rows, rowLen int) {
+func benchStep(b *testing.B, c *Config, rows, rowLen, nNeg int) {
 	p := NewParams[float32](ParamSpecs(c, 0))
 	p.Init(c, 1)
 	m := NewModel(c, p)
@@ -28,7 +27,7 @@ func benchStep(b *testing.B, c *Config, rows, rowLen int) {
 	for i := range logq {
 		logq[i] = -math.Log(float64(c.VocabSize))
 	}
-	negs := make([]int32, 1024)
+	negs := make([]int32, nNeg)
 	for i := range negs {
 		negs[i] = int32(rng.IntN(c.VocabSize))
 	}
@@ -50,20 +49,20 @@ func benchStep(b *testing.B, c *Config, rows, rowLen int) {
 	b.ReportMetric(float64(b.N*len(ids))/(cpuSeconds()-cpu0), "tok/cpu-s")
 }
 
+// BenchmarkTrainStepDense: bench/torch_train.py --batch 4 --seq 1024 --negatives 1024.
 func BenchmarkTrainStepDense(b *testing.B) {
 	c := DefaultConfig()
-	benchStep(b, &c, 4, 1024)
+	benchStep(b, &c, 4, 1024, 1024)
+}
+
+// BenchmarkTrainStepDense256: bench/torch_train.py defaults (8 × 256, 512 negatives).
+func BenchmarkTrainStepDense256(b *testing.B) {
+	c := DefaultConfig()
+	benchStep(b, &c, 8, 256, 512)
 }
 
 func BenchmarkTrainStepMoE(b *testing.B) {
 	c := DefaultConfig()
 	c.MoELayers = []int{0, 3, 5}
-	benchStep(b, &c, 4, 1024)
-}
-
-// cpuSeconds is the process's user+system CPU time.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+	benchStep(b, &c, 4, 1024, 1024)
 }

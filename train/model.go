@@ -253,12 +253,8 @@ func (m *Model[T]) mlpFwd(lc *layerCache[T], pre string, out []T) {
 	lc.u = grow(lc.u, N*F)
 	lc.act = grow(lc.act, N*F)
 	gemm(m.ws, N, D, F, lc.n2, false, m.P.W(pre+"mlp.w_up"), false, lc.u, false)
-	for i, v := range lc.u {
-		if v < 0 {
-			v = 0
-		}
-		lc.act[i] = v * v
-	}
+	copy(lc.act, lc.u)
+	relu2(lc.act)
 	gemm(m.ws, N, F, D, lc.act, false, m.P.W(pre+"mlp.w_down"), false, out, false)
 }
 

@@ -255,7 +255,7 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 	if st.Step == 0 && o.EvalEvery > 0 {
 		evaluate() // the untrained baseline
 	}
-	tWin, tokWin := time.Now(), int64(0)
+	tWin, cpuWin, tokWin := time.Now(), cpuSeconds(), int64(0)
 	for st.Step < totalSteps {
 		if ctx.Err() != nil {
 			if err := save(); err != nil {
@@ -305,13 +305,17 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 			tps := float64(tokWin) / secs
 			rec["tok_s"] = tps
 			attrs := []any{"step", st.Step, "tokens", st.Tokens, "loss", fmt.Sprintf("%.4f", loss), "lr", fmt.Sprintf("%.3g", lr), "grad_norm", fmt.Sprintf("%.3g", gn), "tok/s", fmt.Sprintf("%.0f", tps)}
+			if cpu := cpuSeconds() - cpuWin; cpu > 0 {
+				rec["tok_cpu_s"] = float64(tokWin) / cpu
+				attrs = append(attrs, "tok/cpu-s", fmt.Sprintf("%.0f", float64(tokWin)/cpu))
+			}
 			for li, l := range m.Load {
 				if l != nil {
 					attrs = append(attrs, fmt.Sprintf("load%d", li), loadSummary(l))
 				}
 			}
 			log.Info("train", attrs...)
-			tWin, tokWin = time.Now(), 0
+			tWin, cpuWin, tokWin = time.Now(), cpuSeconds(), 0
 		}
 		mt.write(rec)
 		if bar != nil {

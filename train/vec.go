@@ -49,3 +49,17 @@ func softmaxRow[T Float](x []T) {
 	}
 	softmaxInPlace(x)
 }
+
+// relu2 replaces x by relu(x)².
+func relu2[T Float](x []T) {
+	if xs, ok := any(x).([]float32); ok {
+		amx.ReLU2(xs)
+		return
+	}
+	for i, v := range x {
+		if v < 0 {
+			v = 0
+		}
+		x[i] = v * v
+	}
+}

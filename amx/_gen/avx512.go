@@ -132,6 +132,25 @@ func block(a *asm, mr int) {
 		}
 	}
 	a.label("loaded" + t)
+	// Pull this block's C (and bf16 output) lines toward L1 for writing
+	// now, so the epilogue's stores don't wait for them after the K loop
+	// (matters when C is far bigger than the caches). Prefetches never
+	// fault, so nil pointers are harmless.
+	a.i("MOVQ %d(DI), AX", offC)
+	a.i("MOVQ %d(DI), R14", offLdc)
+	for r := 0; r < mr; r++ {
+		for z := 0; z < 4; z++ {
+			a.prefetchw(64 * z)
+		}
+		a.i("ADDQ R14, AX")
+	}
+	a.i("MOVQ %d(DI), AX", offOut)
+	a.i("MOVQ %d(DI), R14", offLdo)
+	for r := 0; r < mr; r++ {
+		a.prefetchw(0)
+		a.prefetchw(64)
+		a.i("ADDQ R14, AX")
+	}
 	a.i("TESTQ CX, CX")
 	a.i("JZ ktail" + t)
 	a.i("MOVQ %d(DI), R14", offFlags)
@@ -325,4 +344,10 @@ func genPeak512(a *asm) {
 	a.label("peakdone")
 	a.i("VZEROUPPER")
 	a.i("RET")
+}
+
+// prefetchw emits PREFETCHW disp(AX) (0F 0D /1, disp32), which Go's
+// assembler lacks.
+func (a *asm) prefetchw(disp int) {
+	a.bytes(fmt.Sprintf("PREFETCHW %d(AX)", disp), 0x0F, 0x0D, 0x88, byte(disp), byte(disp>>8), byte(disp>>16), byte(disp>>24))
 }

@@ -77,6 +77,9 @@ kernel. Throughputs are tokens per second of the pinned thread's CPU time
 			fmt.Fprintf(out, "throughputs are tokens per second of the pinned thread's CPU time (wall-clock prefill: %.0f tok/s)\n", res.PrefillWallTokS)
 			fmt.Fprintf(out, "prefill body     %10.0f tok/s   %s\n", res.PrefillTokS, res.PrefillProfile)
 			fmt.Fprintf(out, "prefill+readout  %10.0f tok/s   %s\n", res.PrefillReadoutTokS, res.ReadoutProfile)
+			if len(res.ExpertLoadMaxOverMean) > 0 {
+				fmt.Fprintf(out, "expert load, max/mean per MoE layer (random docs; block 0 routes by bias only): %v\n", res.ExpertLoadMaxOverMean)
+			}
 			for _, b := range []int{1, 16, 64, 256} {
 				fmt.Fprintf(out, "decode batch %-4d %9.0f tok/s   %s\n", b, res.DecodeTokS[fmt.Sprint(b)], res.DecodeProfile[b])
 			}

@@ -93,46 +93,55 @@ func pin(cpu int) (int, error) {
 	return cpu, nil
 }
 
-// timeBest runs fn (which returns the FLOPs it did) for about total,
-// split into 7 rounds, and returns the best round's FLOP rate and time
-// per call. The best round is the one least disturbed by other processes
-// sharing the core; it is what the hardware and the code can do.
-func timeBest(now func() time.Duration, fn func() float64, total time.Duration) (gflops, usPerCall float64) {
-	// Warm up (caches, frequency) and calibrate a batch of ≥ 1 ms.
-	batch := 1
+// bencher times fn (which returns the FLOPs it did) in rounds and keeps
+// the best round: the one least disturbed by other processes sharing the
+// core, i.e. what the hardware and the code can do.
+type bencher struct {
+	now            func() time.Duration
+	fn             func() float64
+	batch          int
+	gflops, usCall float64
+}
+
+// newBencher warms fn up (caches, clock frequency) and calibrates a batch
+// of calls that lasts at least 1 ms.
+func newBencher(now func() time.Duration, fn func() float64) *bencher {
+	b := &bencher{now: now, fn: fn, batch: 1}
 	for {
 		t0 := now()
-		for range batch {
+		for range b.batch {
 			fn()
 		}
 		if now()-t0 >= time.Millisecond {
-			break
+			return b
 		}
-		batch *= 2
+		b.batch *= 2
 	}
-	const rounds = 7
-	round := total / rounds
-	for range rounds {
-		var flops float64
-		calls := 0
-		t0 := now()
-		for now()-t0 < round {
-			for range batch {
-				flops += fn()
-			}
-			calls += batch
-		}
-		sec := (now() - t0).Seconds()
-		if g := flops / sec / 1e9; g > gflops {
-			gflops, usPerCall = g, sec/float64(calls)*1e6
-		}
-	}
-	return gflops, usPerCall
 }
+
+// round runs whole batches for about d and keeps the best rate.
+func (b *bencher) round(d time.Duration) {
+	var flops float64
+	calls := 0
+	t0 := b.now()
+	for b.now()-t0 < d {
+		for range b.batch {
+			flops += b.fn()
+		}
+		calls += b.batch
+	}
+	sec := (b.now() - t0).Seconds()
+	if g := flops / sec / 1e9; g > b.gflops {
+		b.gflops, b.usCall = g, sec/float64(calls)*1e6
+	}
+}
+
+const benchRounds = 7
 
 var benchGemmOpts struct {
 	benchOpts
 	m, k, n int
+	peak    bool
 }
 
 var benchGemmCmd = &cobra.Command{
@@ -147,8 +156,11 @@ core disturb the figure as little as possible; compare it with
 'onecore bench peak' measured the same way.
 
 With --json, prints exactly one JSON object per line:
-  {"kernel":"avx512bf16","m":256,"k":256,"n":640,"gflops":401.2,"us_per_call":209.1}`,
+  {"kernel":"avx512bf16","m":256,"k":256,"n":640,"gflops":401.2,"us_per_call":209.1}
+(--peak adds "peak_gflops", measured in rounds alternating with the GEMM's so
+both see the same load: the fair ratio on a shared machine).`,
 	Example: `  onecore bench gemm --m 256 --k 256 --n 640
+  onecore bench gemm --m 256 --k 256 --n 16384 --peak
   onecore bench gemm --m 16 --k 256 --n 256 --kernel avx2 --json
   taskset -c 3 onecore bench gemm --m 256 --k 640 --n 256`,
 	Args: cobra.NoArgs,
@@ -177,21 +189,43 @@ With --json, prints exactly one JSON object per line:
 		c := make([]float32, o.m*o.n)
 		pb := amx.PackFor(kern, nil, o.k, o.n, b, o.n)
 		flops := amx.FLOPs(o.m, o.k, o.n)
-		g, us := timeBest(o.clock(), func() float64 {
+		now := o.clock()
+		bg := newBencher(now, func() float64 {
 			amx.MatMul(o.m, a, o.k, pb, c, o.n, nil)
 			return flops
-		}, o.runtime)
-		if o.json {
-			return json.NewEncoder(os.Stdout).Encode(struct {
-				Kernel    string  `json:"kernel"`
-				M         int     `json:"m"`
-				K         int     `json:"k"`
-				N         int     `json:"n"`
-				GFLOPS    float64 `json:"gflops"`
-				USPerCall float64 `json:"us_per_call"`
-			}{kern.String(), o.m, o.k, o.n, round2(g), round2(us)})
+		})
+		var bp *bencher
+		if o.peak {
+			bp = newBencher(now, func() float64 { return amx.PeakLoop(kern, 200) })
 		}
-		fmt.Printf("%s M=%d K=%d N=%d: %.1f GFLOP/s, %.2f µs/call\n", kern, o.m, o.k, o.n, g, us)
+		for range benchRounds {
+			if bp != nil { // alternate, so both see the same neighbours
+				bp.round(o.runtime / benchRounds)
+			}
+			bg.round(o.runtime / benchRounds)
+		}
+		g, us := bg.gflops, bg.usCall
+		if o.json {
+			out := struct {
+				Kernel     string   `json:"kernel"`
+				M          int      `json:"m"`
+				K          int      `json:"k"`
+				N          int      `json:"n"`
+				GFLOPS     float64  `json:"gflops"`
+				USPerCall  float64  `json:"us_per_call"`
+				PeakGFLOPS *float64 `json:"peak_gflops,omitempty"`
+			}{Kernel: kern.String(), M: o.m, K: o.k, N: o.n, GFLOPS: round2(g), USPerCall: round2(us)}
+			if bp != nil {
+				pg := round2(bp.gflops)
+				out.PeakGFLOPS = &pg
+			}
+			return json.NewEncoder(os.Stdout).Encode(out)
+		}
+		fmt.Printf("%s M=%d K=%d N=%d: %.1f GFLOP/s, %.2f µs/call", kern, o.m, o.k, o.n, g, us)
+		if bp != nil {
+			fmt.Printf(", %.1f%% of peak (%.1f GFLOP/s, measured alternately)", 100*g/bp.gflops, bp.gflops)
+		}
+		fmt.Println()
 		return nil
 	},
 }
@@ -222,7 +256,11 @@ With --json, prints exactly one JSON object per line:
 			return err
 		}
 		defer runtime.UnlockOSThread()
-		g, _ := timeBest(o.clock(), func() float64 { return amx.PeakLoop(kern, 200) }, o.runtime)
+		bp := newBencher(o.clock(), func() float64 { return amx.PeakLoop(kern, 200) })
+		for range benchRounds {
+			bp.round(o.runtime / benchRounds)
+		}
+		g := bp.gflops
 		if o.json {
 			return json.NewEncoder(os.Stdout).Encode(struct {
 				Kernel string  `json:"kernel"`
@@ -241,6 +279,7 @@ func init() {
 	benchGemmCmd.Flags().IntVar(&benchGemmOpts.m, "m", 256, "rows of A and C")
 	benchGemmCmd.Flags().IntVar(&benchGemmOpts.k, "k", 256, "columns of A, rows of B")
 	benchGemmCmd.Flags().IntVar(&benchGemmOpts.n, "n", 256, "columns of B and C")
+	benchGemmCmd.Flags().BoolVar(&benchGemmOpts.peak, "peak", false, "also measure the kernel's peak, alternating rounds with the GEMM, and report the ratio (adds \"peak_gflops\" to --json)")
 	benchPeakOpts.flags(benchPeakCmd)
 	benchCmd.AddCommand(benchGemmCmd, benchPeakCmd)
 }

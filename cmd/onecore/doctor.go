@@ -35,11 +35,11 @@ func init() { rootCmd.AddCommand(doctorCmd) }
 
 func doctor(w io.Writer) error {
 	c := amx.CPU()
-	model := c.Model
-	if model == "" {
-		model = "(unknown)"
+	if c.Vendor == "" {
+		fmt.Fprintf(w, "cpu:        not detected (purego build or not amd64: no fast kernels)\n")
+	} else {
+		fmt.Fprintf(w, "cpu:        %s (%s)\n", c.Model, c.Vendor)
 	}
-	fmt.Fprintf(w, "cpu:        %s (%s)\n", model, c.Vendor)
 	yes := func(b bool) string {
 		if b {
 			return "yes"
@@ -83,6 +83,12 @@ func doctor(w io.Writer) error {
 		} else {
 			fmt.Fprintf(w, "self-test:  %-10s ok (vs generic, ragged shapes, guard cells)\n", k)
 		}
+	}
+	if err := amx.SelfTestElementwise(); err != nil {
+		failed++
+		fmt.Fprintf(w, "self-test:  elementwise (%s) FAIL: %v\n", amx.ElementwiseKernel(), err)
+	} else {
+		fmt.Fprintf(w, "self-test:  elementwise (%s) ok\n", amx.ElementwiseKernel())
 	}
 	if selErr != nil {
 		return selErr

@@ -91,6 +91,18 @@ func TestBenchJSON(t *testing.T) {
 		t.Fatalf("bad values: %v", g)
 	}
 
+	out, errs, code = runBin(t, nil, "bench", "gemm", "--m", "8", "--k", "16", "--n", "16", "--json", "--peak", "--time", "70ms")
+	if code != 0 {
+		t.Fatalf("bench gemm --peak: exit %d: %s", code, errs)
+	}
+	var gp struct {
+		GFLOPS float64 `json:"gflops"`
+		Peak   float64 `json:"peak_gflops"`
+	}
+	if err := json.Unmarshal([]byte(out), &gp); err != nil || gp.Peak <= 0 || gp.GFLOPS <= 0 {
+		t.Fatalf("bench gemm --peak: %q (%v)", out, err)
+	}
+
 	out, errs, code = runBin(t, nil, "bench", "peak", "--json", "--kernel", "generic", "--time", "70ms")
 	if code != 0 {
 		t.Fatalf("bench peak: exit %d: %s", code, errs)

