@@ -30,7 +30,7 @@ import (
 // parquet-go's row reconstruction (object keys sorted, binary leaves base64).
 
 // parquetReadBuffer is the read-ahead buffer per column.
-const parquetReadBuffer = 256 << 10
+const parquetReadBuffer = 2 << 20
 
 type parquetSource struct {
 	path string
