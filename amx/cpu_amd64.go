@@ -5,8 +5,6 @@ package amx
 import (
 	"strings"
 	"sync"
-
-	"golang.org/x/sys/unix"
 )
 
 func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
@@ -70,9 +68,8 @@ func detectCPU() {
 		c.OSAVX512 = c.OSAVX && c.XCR0&0xe0 == 0xe0
 		c.OSAMX = c.XCR0&(3<<17) == 3<<17
 		if c.AMXTile && c.AMXBF16 && c.OSAMX {
-			_, _, errno := unix.Syscall(unix.SYS_ARCH_PRCTL, archReqXcompPerm, xfeatureXTileData, 0)
-			if errno != 0 {
-				c.AMXPermErr = errno
+			if err := requestAMXPermission(); err != nil {
+				c.AMXPermErr = err
 			} else {
 				c.AMXPerm = true
 			}

@@ -103,12 +103,12 @@ func Bench(m *Model, o BenchOptions) BenchResult {
 	measure := func(f func()) (tokS, wallTokS float64, prof *Profile) {
 		f() // warm-up: scratch grows, caches fill
 		in.Prof = nil
-		reps, t0, w0 := 0, threadCPU(), time.Now()
-		for reps == 0 || threadCPU()-t0 < o.MinDuration {
+		reps, t0, w0 := 0, ThreadCPU(), time.Now()
+		for reps == 0 || ThreadCPU()-t0 < o.MinDuration {
 			f()
 			reps++
 		}
-		cpu, wall := threadCPU()-t0, time.Since(w0)
+		cpu, wall := ThreadCPU()-t0, time.Since(w0)
 		in.Prof = &Profile{}
 		f()
 		p := in.Prof
@@ -150,13 +150,13 @@ func Bench(m *Model, o BenchOptions) BenchResult {
 		}
 		dec.Step() // warm-up
 		in.Prof = nil
-		t0 := threadCPU()
+		t0 := ThreadCPU()
 		steps := 0
-		for steps < o.DecodeSteps || threadCPU()-t0 < o.MinDuration/4 {
+		for steps < o.DecodeSteps || ThreadCPU()-t0 < o.MinDuration/4 {
 			dec.Step()
 			steps++
 		}
-		el := threadCPU() - t0
+		el := ThreadCPU() - t0
 		in.Prof = &Profile{}
 		dec.Step()
 		res.DecodeBreakdown = in.Prof.Shares()

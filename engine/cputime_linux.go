@@ -6,10 +6,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// threadCPU is the calling thread's CPU time. On a shared machine it
+// ThreadCPU is the calling thread's CPU time. On a shared machine it
 // measures what one core does, whatever else runs (the goroutine must be
 // locked to its thread for the difference of two readings to mean anything).
-func threadCPU() time.Duration {
+func ThreadCPU() time.Duration {
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
 		return time.Duration(time.Now().UnixNano())

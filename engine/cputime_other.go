@@ -6,5 +6,5 @@ import "time"
 
 var start = time.Now()
 
-// threadCPU falls back to the wall clock where thread CPU time is unavailable.
-func threadCPU() time.Duration { return time.Since(start) }
+// ThreadCPU falls back to the wall clock where thread CPU time is unavailable.
+func ThreadCPU() time.Duration { return time.Since(start) }

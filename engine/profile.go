@@ -86,18 +86,18 @@ func (in *Instance) tick() time.Duration {
 	if in.Prof == nil {
 		return 0
 	}
-	return threadCPU()
+	return ThreadCPU()
 }
 
 func (in *Instance) tock(op Op, t0 time.Duration) {
 	if in.Prof != nil {
-		in.Prof.Time[op] += threadCPU() - t0
+		in.Prof.Time[op] += ThreadCPU() - t0
 	}
 }
 
 func (in *Instance) tockGEMM(t0 time.Duration, m int, b *amx.Matrix) {
 	if in.Prof != nil {
-		in.Prof.Time[OpGEMM] += threadCPU() - t0
+		in.Prof.Time[OpGEMM] += ThreadCPU() - t0
 		in.Prof.GEMMFlops += amx.FLOPs(m, b.K, b.N)
 	}
 }

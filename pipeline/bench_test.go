@@ -51,9 +51,8 @@ func BenchmarkScore(b *testing.B) {
 	total := float64(len(docs) * 256)
 	direct := func(want engine.Want) func(b *testing.B) {
 		return func(b *testing.B) {
-			runtime.LockOSThread()
+			engine.PinThread(engine.AllowedCPUs()[0])
 			defer runtime.UnlockOSThread()
-			pinToCPU(0)
 			inst := engine.NewInstance(m.M)
 			b.ResetTimer()
 			for range b.N {

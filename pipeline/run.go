@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/onecore-dev/onecore/engine"
 	"github.com/onecore-dev/onecore/jobs"
 )
 
@@ -134,7 +135,7 @@ func (c *Config) defaults() error {
 		return errors.New("pipeline: incomplete config")
 	}
 	if c.Workers <= 0 {
-		c.Workers = usableCPUs()
+		c.Workers = len(engine.AllowedCPUs())
 	}
 	if c.TokWorkers <= 0 {
 		c.TokWorkers = max(2, c.Workers/2)
@@ -533,9 +534,12 @@ func (r *runner) engine(i int, in <-chan []*item, collCh chan<- event, ready cha
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if r.cfg.Pin {
-		if err := pinToCPU(i); err != nil {
+		// the i-th CPU this process may use, so each worker keeps its core
+		cpus := engine.AllowedCPUs()
+		if err := engine.PinThread(cpus[i%len(cpus)]); err != nil {
 			r.cfg.Log.Warn("could not pin engine worker", "worker", i, "err", err)
 		}
+		runtime.UnlockOSThread() // PinThread locked once more; keep one lock
 	}
 	w, err := r.cfg.Model.NewWorker()
 	ready <- err

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/onecore-dev/onecore/amx"
+	"github.com/onecore-dev/onecore/engine"
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 )
 
 // benchOpts are the flags bench gemm and bench peak share.
@@ -40,13 +40,7 @@ func (o *benchOpts) clock() func() time.Duration {
 		t0 := time.Now()
 		return func() time.Duration { return time.Since(t0) }
 	}
-	return func() time.Duration {
-		var ts unix.Timespec
-		if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
-			panic(err)
-		}
-		return time.Duration(ts.Nano())
-	}
+	return engine.ThreadCPU
 }
 
 // resolve returns the kernel to time.
@@ -71,23 +65,13 @@ func (o *benchOpts) resolve() (amx.Kernel, error) {
 // CPU, so a benchmark measures one core and is not migrated mid-run. The
 // caller must runtime.UnlockOSThread when done.
 func pin(cpu int) (int, error) {
-	runtime.LockOSThread()
 	if cpu < 0 {
-		var set unix.CPUSet
-		if err := unix.SchedGetaffinity(0, &set); err != nil {
-			return -1, fmt.Errorf("sched_getaffinity: %w", err)
-		}
 		// The highest allowed CPU: CPU 0 usually takes more interrupts
 		// and housekeeping.
-		for i := 0; i < 1024; i++ {
-			if set.IsSet(i) {
-				cpu = i
-			}
-		}
+		cpus := engine.AllowedCPUs()
+		cpu = cpus[len(cpus)-1]
 	}
-	var set unix.CPUSet
-	set.Set(cpu)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
+	if err := engine.PinThread(cpu); err != nil {
 		return -1, fmt.Errorf("pin to CPU %d: %w", cpu, err)
 	}
 	return cpu, nil
