@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/onecore-dev/onecore/internal/atomicfile"
 )
 
 // Checkpoint file names inside a checkpoint directory (DESIGN §3).
@@ -311,10 +312,10 @@ func SaveCheckpoint(dir string, cfg *Config, tensors map[string][]float32, gen *
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(filepath.Join(dir, ConfigFile), func(w io.Writer) error { _, err := w.Write(cj); return err }); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, ConfigFile), func(w io.Writer) error { _, err := w.Write(cj); return err }); err != nil {
 		return err
 	}
-	if err := writeAtomic(filepath.Join(dir, WeightsFile), func(w io.Writer) error {
+	if err := atomicfile.Write(filepath.Join(dir, WeightsFile), func(w io.Writer) error {
 		return WriteSafetensors(w, list, map[string]string{"format": "pt", "arch": Arch})
 	}); err != nil {
 		return err
@@ -325,43 +326,9 @@ func SaveCheckpoint(dir string, cfg *Config, tensors map[string][]float32, gen *
 			return err
 		}
 		gj = append(gj, '\n')
-		if err := writeAtomic(filepath.Join(dir, GenerationFile), func(w io.Writer) error { _, err := w.Write(gj); return err }); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, GenerationFile), func(w io.Writer) error { _, err := w.Write(gj); return err }); err != nil {
 			return err
 		}
 	}
 	return nil
 }
-
-// writeAtomic writes path through a temp file in the same directory,
-// fsyncs it and renames it into place, so readers never see a partial file.
-func writeAtomic(path string, write func(io.Writer) error) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	bw := newBufWriter(f)
-	if err = write(bw); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = bw.Flush(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
-}
-
-func newBufWriter(w io.Writer) *bufio.Writer { return bufio.NewWriterSize(w, 1<<20) }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/onecore-dev/onecore/internal/atomicfile"
 )
 
 // Names inside an output directory. Parts sit at the top so `dir/*.parquet`
@@ -108,7 +110,7 @@ func (d OutDir) Prepare(m Manifest, force bool) error {
 	}
 	m.Created = time.Now().UTC().Format(time.RFC3339)
 	nb, _ := json.MarshalIndent(m, "", "  ")
-	return WriteFileAtomic(path, append(nb, '\n'))
+	return atomicfile.WriteFile(path, append(nb, '\n'))
 }
 
 // PartName is the stable file stem of a shard's part: the shard key made
@@ -183,7 +185,7 @@ func (d OutDir) Done(name string) (Marker, bool, error) {
 func (d OutDir) MarkDone(name string, m Marker) error {
 	m.Finished = time.Now().UTC().Format(time.RFC3339)
 	b, _ := json.Marshal(m)
-	return WriteFileAtomic(d.markerPath(name), append(b, '\n'))
+	return atomicfile.WriteFile(d.markerPath(name), append(b, '\n'))
 }
 
 // PartLock is an exclusive, non-blocking flock on one part. The kernel drops
@@ -219,47 +221,6 @@ func (l *PartLock) Unlock() error {
 	err := l.f.Close() // closing the descriptor releases the flock
 	l.f = nil
 	return err
-}
-
-// WriteFileAtomic writes b to a temporary file beside path, syncs it and
-// renames it over path, so readers see either the old file or the new one.
-func WriteFileAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, unix.EINVAL) {
-		return err
-	}
-	return nil
 }
 
 // ModelID hashes a checkpoint's files (config, weights, tokenizer,

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/onecore-dev/onecore/engine"
+	"github.com/onecore-dev/onecore/internal/atomicfile"
 )
 
 // MaskFromCounts lists the ids with a zero count, never the special ids.
@@ -46,7 +47,7 @@ func SaveCheckpoint(dir string, c *Config, p *Params[float32], gen *Generation, 
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(dst, b)
+	return atomicfile.WriteFile(dst, b)
 }
 
 // LoadCheckpoint reads a checkpoint through the engine's validating loader
@@ -107,14 +108,14 @@ func saveTrainState(dir string, p *Params[float32], opt *AdamW, st *TrainState) 
 	if err := engine.WriteSafetensors(&buf, ts, map[string]string{"step": strconv.FormatInt(st.Step, 10)}); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(sd, "optimizer.safetensors"), buf.Bytes()); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(sd, "optimizer.safetensors"), buf.Bytes()); err != nil {
 		return err
 	}
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(sd, "state.json"), append(b, '\n'))
+	return atomicfile.WriteFile(filepath.Join(sd, "state.json"), append(b, '\n'))
 }
 
 // loadTrainState restores what saveTrainState wrote.

@@ -14,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/onecore-dev/onecore/internal/atomicfile"
 )
 
 // PretrainOptions configures a pretraining run.
@@ -98,7 +100,7 @@ func openMetrics(out string, keepUpTo int64, resume bool) (*metrics, error) {
 			kept = append(append(kept, line...), '\n')
 		}
 	}
-	if err := writeFileAtomic(path, kept); err != nil {
+	if err := atomicfile.WriteFile(path, kept); err != nil {
 		return nil, err
 	}
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o644)

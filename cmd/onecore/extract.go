@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/onecore-dev/onecore/internal/atomicfile"
 	"github.com/onecore-dev/onecore/jobs"
 	"github.com/onecore-dev/onecore/models"
 	"github.com/onecore-dev/onecore/pipeline"
@@ -342,7 +343,7 @@ func printSummary(w io.Writer, path string, sum *pipeline.Summary) error {
 		return err
 	}
 	if path != "" {
-		return jobs.WriteFileAtomic(path, b)
+		return atomicfile.WriteFile(path, b)
 	}
 	return nil
 }

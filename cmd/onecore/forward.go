@@ -1,18 +1,18 @@
 package main
 
 import (
-	"bufio"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/onecore-dev/onecore/amx"
 	"github.com/onecore-dev/onecore/engine"
+	"github.com/onecore-dev/onecore/internal/atomicfile"
 )
 
 func init() {
@@ -76,29 +76,16 @@ checks use. ONECORE_KERNEL selects the GEMM kernel.`,
 
 // writeFloat32File writes the results' logits back to back, atomically.
 func writeFloat32File(path string, res []engine.Result) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	w := bufio.NewWriterSize(tmp, 1<<20)
-	var b [4]byte
-	for _, r := range res {
-		for _, v := range r.Logits {
-			binary.LittleEndian.PutUint32(b[:], math.Float32bits(v))
-			w.Write(b[:])
+	return atomicfile.Write(path, func(w io.Writer) error {
+		var b [4]byte
+		for _, r := range res {
+			for _, v := range r.Logits {
+				binary.LittleEndian.PutUint32(b[:], math.Float32bits(v))
+				if _, err := w.Write(b[:]); err != nil {
+					return err
+				}
+			}
 		}
-	}
-	if err := w.Flush(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+		return nil
+	})
 }

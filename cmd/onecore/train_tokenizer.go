@@ -7,14 +7,15 @@ import (
 	"io"
 	"iter"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
-	"github.com/onecore-dev/onecore/engine/tokenizer"
 	"github.com/spf13/cobra"
+
+	"github.com/onecore-dev/onecore/engine/tokenizer"
+	"github.com/onecore-dev/onecore/internal/atomicfile"
 )
 
 var trainTokFlags struct {
@@ -120,7 +121,7 @@ func runTrainTokenizer(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return fmt.Errorf("trained tokenizer does not load (bug): %v", err)
 	}
-	if err := writeFileAtomic(fl.out, data); err != nil {
+	if err := atomicfile.WriteFile(fl.out, data); err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "train tokenizer: %s: vocab %d from %.1f MB of text in %.1fs\n",
@@ -188,31 +189,4 @@ func readTrainingText(path, field string) iter.Seq2[string, error] {
 			}
 		}
 	}
-}
-
-// writeFileAtomic writes data to a temporary file beside path and renames
-// it into place, so readers never see a partial file.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
 }
