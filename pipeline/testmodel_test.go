@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/onecore-dev/onecore/engine"
-	"github.com/onecore-dev/onecore/engine/tokenizer"
 )
 
 // byteLevelAlphabet is GPT-2's bytes_to_unicode: printable bytes map to
@@ -123,31 +122,10 @@ func TestTinyModelLoads(t *testing.T) {
 			t.Fatalf("special id %d inside a document", id)
 		}
 	}
-	if got := tok.Decode(ids); got != "the cat  sat" {
+	if got := tok.Decode(ids); got != "the cat <bos> sat" { // literal text kept, not a boundary
 		t.Fatalf("round trip %q", got)
 	}
 	if l := m.Labels(); len(l) != 2 || l[0] != "spam" {
 		t.Fatalf("labels %v", l)
-	}
-}
-
-// TestTokSpecialTextIsOrdinary: a document that spells "<bos>" or "<eos>"
-// keeps that text and cannot fake a document boundary.
-func TestTokSpecialTextIsOrdinary(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "tokenizer.json")
-	writeTokenizer(t, path)
-	tk, err := tokenizer.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := "a <bos> b <eos> c"
-	ids := Tok{tk}.Encode(text)
-	for _, id := range ids {
-		if id <= engine.EosID {
-			t.Fatalf("Encode(%q) = %v: contains special id %d", text, ids, id)
-		}
-	}
-	if got := (Tok{tk}).Decode(ids); got != text {
-		t.Fatalf("Decode(Encode(%q)) = %q", text, got)
 	}
 }
