@@ -2,6 +2,7 @@ package engine
 
 import (
 	"runtime"
+	"slices"
 
 	"golang.org/x/sys/unix"
 )
@@ -22,11 +23,18 @@ func PinThread(cpu int) error {
 	return unix.SchedSetaffinity(0, &set)
 }
 
-// AllowedCPUs lists the CPUs this process may run on (its affinity mask),
-// the natural set of cores to give one Instance each.
-func AllowedCPUs() []int {
+// AllowedCPUs lists the CPUs this process may run on (its affinity mask
+// when the package was initialised), the natural set of cores to give one
+// Instance each. It is read once at start-up because sched_getaffinity
+// reports the calling thread's mask, and a thread that PinThread pinned and
+// that was later unlocked may run any goroutine afterwards.
+func AllowedCPUs() []int { return slices.Clone(processCPUs) }
+
+var processCPUs = readAllowedCPUs()
+
+func readAllowedCPUs() []int {
 	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
+	if err := unix.SchedGetaffinity(0, &set); err != nil || set.Count() == 0 {
 		out := make([]int, runtime.NumCPU())
 		for i := range out {
 			out[i] = i
