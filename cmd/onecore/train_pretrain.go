@@ -20,9 +20,12 @@ import (
 // hfTokenizer adapts the tokenizer package to train.Tokenizer.
 type hfTokenizer struct{ t *tokenizer.Tokenizer }
 
-func (h hfTokenizer) Encode(s string) []int32 { return h.t.Encode(s, false) }
+// Corpus text is encoded as ordinary text, exactly as the pipeline
+// encodes documents at inference time: "<bos>" written in a document is
+// text, not a document boundary.
+func (h hfTokenizer) Encode(s string) []int32 { return h.t.EncodeOrdinary(s) }
 func (h hfTokenizer) EncodeBatch(texts []string) [][]int32 {
-	return h.t.EncodeBatch(texts, false, 0)
+	return h.t.EncodeBatchOrdinary(texts, 0)
 }
 func (h hfTokenizer) Decode(ids []int32) string { return h.t.Decode(ids, true) }
 

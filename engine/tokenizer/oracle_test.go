@@ -249,6 +249,7 @@ func TestEncodeOrdinaryParity(t *testing.T) {
 				got[i] = tok.EncodeOrdinary(d.text)
 			}
 			compareIDs(t, tok, docs, got, want)
+			compareIDs(t, tok, docs, tok.EncodeBatchOrdinary(texts, 2), want)
 		})
 	}
 }

@@ -304,6 +304,17 @@ func (t *Tokenizer) encodePieces(ids []int32, s string, first bool, sc *scratch)
 // EncodeBatch encodes texts on workers goroutines (GOMAXPROCS when
 // workers <= 0); out[i] holds the ids of texts[i].
 func (t *Tokenizer) EncodeBatch(texts []string, addSpecial bool, workers int) [][]int32 {
+	return t.encodeBatch(texts, addSpecial, &t.added, workers)
+}
+
+// EncodeBatchOrdinary is EncodeBatch with EncodeOrdinary's rule: special
+// tokens written in the texts are encoded as plain text. Corpus documents
+// go through this, so no document can fake a boundary.
+func (t *Tokenizer) EncodeBatchOrdinary(texts []string, workers int) [][]int32 {
+	return t.encodeBatch(texts, false, &t.ordinary, workers)
+}
+
+func (t *Tokenizer) encodeBatch(texts []string, addSpecial bool, a *addedSet, workers int) [][]int32 {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
@@ -317,7 +328,7 @@ func (t *Tokenizer) EncodeBatch(texts []string, addSpecial bool, workers int) []
 			sc := t.pool.Get().(*scratch)
 			defer t.pool.Put(sc)
 			for j := int(next.Add(1) - 1); j < len(texts); j = int(next.Add(1) - 1) {
-				out[j] = t.encodeWith(texts[j], addSpecial, &t.added, sc)
+				out[j] = t.encodeWith(texts[j], addSpecial, a, sc)
 			}
 		}()
 	}
