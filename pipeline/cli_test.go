@@ -24,27 +24,10 @@ import (
 // status (-9 when killed by SIGKILL).
 func cliRun(t *testing.T, env []string, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(testenv.Binary(t), args...)
-	cmd.Env = append(os.Environ(), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	return out.String(), errb.String(), exitStatus(err)
+	return testenv.Run(t, env, "", args...)
 }
 
-func exitStatus(err error) int {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return -int(ws.Signal())
-		}
-		return ee.ExitCode()
-	}
-	if err != nil {
-		return -1
-	}
-	return 0
-}
+func exitStatus(err error) int { return testenv.ExitStatus(err, nil) }
 
 // partIDs reads the id column of every part in dir (or of one file).
 func partIDs(t *testing.T, path, format string) []string {

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/onecore-dev/onecore/internal/testenv"
 )
 
 // benchJSONL writes n documents of about 2 KB of word text and returns the
@@ -43,8 +45,8 @@ func BenchmarkJSONL(b *testing.B) {
 	path, size := benchJSONL(b, 5000)
 	b.Run("readers", func(b *testing.B) {
 		b.SetBytes(size)
-		m := startCPU()
-		defer m.report(b, size)
+		m := testenv.StartCPU()
+		defer m.Report(b, size)
 		for range b.N {
 			r, err := Open(path, Options{Keep: []string{"url", "lang"}, Borrow: true})
 			if err != nil {
@@ -62,8 +64,8 @@ func BenchmarkJSONL(b *testing.B) {
 	})
 	b.Run("encoding-json", func(b *testing.B) {
 		b.SetBytes(size)
-		m := startCPU()
-		defer m.report(b, size)
+		m := testenv.StartCPU()
+		defer m.Report(b, size)
 		for range b.N {
 			f, _ := os.Open(path)
 			sc := bufio.NewScanner(f)

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/onecore-dev/onecore/internal/testenv"
 	"github.com/onecore-dev/onecore/readers"
 )
 
@@ -46,8 +47,8 @@ func BenchmarkParquetWrite(b *testing.B) {
 	dir := b.TempDir()
 	b.Run("writers", func(b *testing.B) {
 		b.SetBytes(text)
-		m := startCPU()
-		defer m.report(b, text)
+		m := testenv.StartCPU()
+		defer m.Report(b, text)
 		for range b.N {
 			w, err := Create(filepath.Join(dir, "a.parquet"), Parquet, recs[0].Schema(), Options{Plain: DocPlainColumns})
 			if err != nil {
@@ -65,8 +66,8 @@ func BenchmarkParquetWrite(b *testing.B) {
 	})
 	b.Run("pqarrow-defaults", func(b *testing.B) {
 		b.SetBytes(text)
-		m := startCPU()
-		defer m.report(b, text)
+		m := testenv.StartCPU()
+		defer m.Report(b, text)
 		for range b.N {
 			f, _ := os.Create(filepath.Join(dir, "b.parquet"))
 			fw, err := pqarrow.NewFileWriter(recs[0].Schema(), f, parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd)), pqarrow.DefaultWriterProps())

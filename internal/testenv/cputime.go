@@ -1,4 +1,4 @@
-package readers
+package testenv
 
 import (
 	"syscall"
@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-// cpuMeter reports a benchmark's throughput per CPU-second of the whole
+// CPUMeter reports a benchmark's throughput per CPU-second of the whole
 // process (user+sys), which stays comparable between variants of one run
 // when the machine is shared and wall-clock MB/s mostly measure the queue.
-type cpuMeter struct{ start time.Duration }
+type CPUMeter struct{ start time.Duration }
 
 func cpuNow() time.Duration {
 	var ru syscall.Rusage
@@ -17,10 +17,11 @@ func cpuNow() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func startCPU() cpuMeter { return cpuMeter{cpuNow()} }
+// StartCPU starts measuring process CPU time.
+func StartCPU() CPUMeter { return CPUMeter{cpuNow()} }
 
-// report adds an "MB/cpu-s" metric for bytes processed per iteration.
-func (m cpuMeter) report(b *testing.B, bytes int64) {
+// Report adds an "MB/cpu-s" metric for bytes processed per iteration.
+func (m CPUMeter) Report(b *testing.B, bytes int64) {
 	cpu := (cpuNow() - m.start).Seconds()
 	if cpu > 0 {
 		b.ReportMetric(float64(bytes)*float64(b.N)/1e6/cpu, "MB/cpu-s")
