@@ -18,17 +18,18 @@ func (in *Instance) swaPrefill(li int, lw *layerWeights) {
 	sd := H * hd
 	P := 3 * sd
 	n := in.n
-	in.matmul(n, in.xb, D, lw.wqkv, in.proj, P, nil)
+	// fp32 q, k for RoPE; bf16 v (and q, k, overwritten below) from the
+	// GEMM's epilogue.
+	ep := in.epilogue()
+	ep.OutBF16, ep.LdOut = in.prjb, P
+	in.matmul(n, in.xb, D, lw.wqkv, in.proj, P, ep)
 
 	t0 := in.tick()
 	for r := 0; r < n; r++ {
 		cs, sn := in.rope(int(in.pos[r]))
-		row := in.proj[r*P : (r+1)*P]
-		for h := 0; h < 2*H; h++ { // q heads then k heads
-			amx.RoPE(row[h*hd:(h+1)*hd], cs, sn)
-		}
+		// q heads then k heads, rotated and rounded to bf16 in one call.
+		amx.RoPEHeads(in.proj[r*P:r*P+2*sd], in.prjb[r*P:r*P+2*sd], hd, cs, sn)
 	}
-	amx.ToBF16(in.prjb[:n*P], in.proj[:n*P])
 	in.tock(OpElementwise, t0)
 
 	t0 = in.tick()
@@ -61,7 +62,7 @@ func (in *Instance) swaPrefill(li int, lw *layerWeights) {
 					in.prevV[h] = amx.PackFor(kern, in.prevV[h], W, hd, s.carry.v[li][h*hd:], sd)
 				}
 				qa := in.prjb[q0*P+h*hd:]
-				ep := in.epilogue()
+				ep = in.epilogue()
 				ep.Scale = scale
 				if off > 0 {
 					amx.MatMul(nq, qa, P, in.prevK[h], in.scores, nk, ep)
@@ -74,10 +75,9 @@ func (in *Instance) swaPrefill(li int, lw *layerWeights) {
 					if off > 0 {
 						lo, hi = i+1, W+i+1
 					}
-					amx.SoftmaxRow(row[lo:hi])
 					prow := in.probs[i*nk : (i+1)*nk]
 					clear(prow[:lo])
-					amx.ToBF16(prow[lo:hi], row[lo:hi])
+					amx.SoftmaxRowBF16(prow[lo:hi], row[lo:hi])
 					clear(prow[hi:])
 				}
 				ep = in.epilogue()
@@ -106,7 +106,7 @@ func (in *Instance) swaPrefill(li int, lw *layerWeights) {
 	}
 	in.tock(OpAttention, t0)
 
-	ep := in.epilogue()
+	ep = in.epilogue()
 	ep.Accumulate = true
 	in.matmul(n, in.mixb, sd, lw.wo, in.h, D, ep)
 }
