@@ -108,3 +108,31 @@ func mulExpDiffBF16Generic(dst []BF16, x, l []float32, c float32) {
 		dst[i] = FromFloat32(v * expf(c-l[i]))
 	}
 }
+
+// TransposeF32 writes the transpose of the rows×cols matrix src (row
+// stride lds) into dst (row stride ldd): dst[c·ldd + r] = src[r·lds + c].
+func TransposeF32(dst []float32, ldd int, src []float32, lds, rows, cols int) {
+	if rows <= 0 || cols <= 0 {
+		return
+	}
+	if lds < cols || ldd < rows || len(src) < (rows-1)*lds+cols || len(dst) < (cols-1)*ldd+rows {
+		panic(fmt.Sprintf("amx: TransposeF32 %dx%d: lds=%d len=%d, ldd=%d len=%d", rows, cols, lds, len(src), ldd, len(dst)))
+	}
+	transposeF32Impl(dst, ldd, src, lds, rows, cols)
+}
+
+var transposeF32Impl = transposeF32Generic
+
+// transposeF32Generic transposes the block [r0, rows) × [c0, cols) —
+// everything when r0 = c0 = 0.
+func transposeF32Generic(dst []float32, ldd int, src []float32, lds, rows, cols int) {
+	transposeF32Part(dst, ldd, src, lds, 0, rows, 0, cols)
+}
+
+func transposeF32Part(dst []float32, ldd int, src []float32, lds, r0, rows, c0, cols int) {
+	for r := r0; r < rows; r++ {
+		for c, v := range src[r*lds+c0 : r*lds+cols] {
+			dst[(c0+c)*ldd+r] = v
+		}
+	}
+}

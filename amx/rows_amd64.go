@@ -14,6 +14,9 @@ func scaleBF16x512(dst *BF16, x *float32, n int, s float32)
 //go:noescape
 func mulExpDiffBF16x512(dst *BF16, x, l *float32, n int, c float32)
 
+//go:noescape
+func transpose16x16F32(dst, src *float32, lddBytes, ldsBytes, rowBlocks, colBlocks int)
+
 func init() {
 	if c := CPU(); c.AVX512F && c.OSAVX512 {
 		useRows512()
@@ -62,6 +65,14 @@ func useRows512() {
 		}
 		s := expSubSum512(&x[0], n, m)
 		scaleBF16x512(&dst[0], &x[0], n, 1/s)
+	}
+	transposeF32Impl = func(dst []float32, ldd int, src []float32, lds, rows, cols int) {
+		rb, cb := rows/16, cols/16
+		if rb > 0 && cb > 0 {
+			transpose16x16F32(&dst[0], &src[0], ldd*4, lds*4, rb, cb)
+		}
+		transposeF32Part(dst, ldd, src, lds, 0, rb*16, cb*16, cols) // right edge
+		transposeF32Part(dst, ldd, src, lds, rb*16, rows, 0, cols)  // bottom rows
 	}
 	mulExpDiffBF16Impl = func(dst []BF16, x, l []float32, c float32) {
 		if len(x) > 0 {

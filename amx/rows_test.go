@@ -156,3 +156,27 @@ func TestMulExpDiffBF16(t *testing.T) {
 		}
 	}
 }
+
+func TestTransposeF32(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	for _, s := range []struct{ rows, cols int }{{1, 1}, {16, 16}, {64, 32}, {17, 33}, {40, 16}, {16, 50}, {7, 100}, {100, 7}, {64, 64}} {
+		lds, ldd := s.cols+3, s.rows+5
+		src := randF32(r, s.rows*lds)
+		dst := make([]float32, s.cols*ldd)
+		for i := range dst {
+			dst[i] = -1234
+		}
+		TransposeF32(dst, ldd, src, lds, s.rows, s.cols)
+		for c := 0; c < s.cols; c++ {
+			for i := 0; i < ldd; i++ {
+				want := float32(-1234) // padding stays untouched
+				if i < s.rows {
+					want = src[i*lds+c]
+				}
+				if dst[c*ldd+i] != want {
+					t.Fatalf("%+v: dst[%d][%d] = %g, want %g", s, c, i, dst[c*ldd+i], want)
+				}
+			}
+		}
+	}
+}

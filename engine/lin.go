@@ -91,12 +91,7 @@ func (in *Instance) linPrefill(li int, lw *layerWeights) {
 				}
 				// lkt = (K ⊙ e^(L_last−L_j))ᵀ in bf16: K transposed in fp32,
 				// then one decay-weighted row per state dimension.
-				for j := 0; j < nq; j++ {
-					k := in.proj[(q0+j)*P+ld+h*ds : (q0+j)*P+ld+(h+1)*ds]
-					for d, kv := range k {
-						in.ktf[d*nq+j] = kv
-					}
-				}
+				amx.TransposeF32(in.ktf, nq, in.proj[q0*P+ld+h*ds:], P, nq, ds)
 				for d := 0; d < ds; d++ {
 					amx.MulExpDiffBF16(in.lkt[d*nq:(d+1)*nq], in.ktf[d*nq:(d+1)*nq], in.la[:nq], Ln)
 				}
