@@ -1,6 +1,9 @@
 package amx
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Row-batched elementwise kernels: one call does what the model otherwise
 // does with many tiny calls (a norm per head, a rotation per head, a decay
@@ -13,6 +16,7 @@ var (
 	ropeHeadsImpl      = ropeHeadsLoop
 	softmaxRowBF16Impl = softmaxRowBF16Loop
 	mulExpDiffBF16Impl = mulExpDiffBF16Generic
+	softplusImpl       = softplusGeneric
 )
 
 // RMSNormRows normalises x in groups of group consecutive elements: x is a
@@ -133,6 +137,25 @@ func transposeF32Part(dst []float32, ldd int, src []float32, lds, r0, rows, c0, 
 	for r := r0; r < rows; r++ {
 		for c, v := range src[r*lds+c0 : r*lds+cols] {
 			dst[(c0+c)*ldd+r] = v
+		}
+	}
+}
+
+// Softplus writes dst[i] = log(1 + e^x[i]) for i < len(x) (dst may be x):
+// the linear-attention log-decay is −Softplus. Accurate to a few fp32 ulp
+// (no cancellation for very negative x); results below the normal range
+// (x < −87) may be 0.
+func Softplus(dst, x []float32) {
+	softplusImpl(dst[:len(x)], x)
+}
+
+func softplusGeneric(dst, x []float32) {
+	for i, v := range x {
+		z := float64(v)
+		if z > 0 {
+			dst[i] = float32(z + math.Log1p(math.Exp(-z)))
+		} else {
+			dst[i] = float32(math.Log1p(math.Exp(z)))
 		}
 	}
 }

@@ -17,6 +17,9 @@ func mulExpDiffBF16x512(dst *BF16, x, l *float32, n int, c float32)
 //go:noescape
 func transpose16x16F32(dst, src *float32, lddBytes, ldsBytes, rowBlocks, colBlocks int)
 
+//go:noescape
+func softplus512(dst, x *float32, n int)
+
 func init() {
 	if c := CPU(); c.AVX512F && c.OSAVX512 {
 		useRows512()
@@ -73,6 +76,11 @@ func useRows512() {
 		}
 		transposeF32Part(dst, ldd, src, lds, 0, rb*16, cb*16, cols) // right edge
 		transposeF32Part(dst, ldd, src, lds, rb*16, rows, 0, cols)  // bottom rows
+	}
+	softplusImpl = func(dst, x []float32) {
+		if len(x) > 0 {
+			softplus512(&dst[0], &x[0], len(x))
+		}
 	}
 	mulExpDiffBF16Impl = func(dst []BF16, x, l []float32, c float32) {
 		if len(x) > 0 {

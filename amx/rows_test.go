@@ -180,3 +180,32 @@ func TestTransposeF32(t *testing.T) {
 		}
 	}
 }
+
+func TestSoftplus(t *testing.T) {
+	r := rand.New(rand.NewPCG(43, 44))
+	fixed := []float32{0, -0.0, 1e-30, -1e-30, 1e-8, -1e-8, 0.5, -0.5, 20, -20, 87, -87, 88.5, -88.5, 89, -89, 100, -100, 1e6, -1e6}
+	for _, n := range raggedLens() {
+		x := make([]float32, n)
+		for i := range x {
+			if i%4 == 0 {
+				x[i] = fixed[r.IntN(len(fixed))]
+			} else {
+				x[i] = float32(r.NormFloat64() * 10)
+			}
+		}
+		got, want := make([]float32, n+1), make([]float32, n+1)
+		got[n], want[n] = 11, 11
+		Softplus(got, x)
+		softplusGeneric(want, x)
+		for i := range got {
+			if math.Abs(float64(got[i]-want[i])) > 4e-7*math.Abs(float64(want[i]))+1.2e-38 {
+				t.Fatalf("n=%d [%d] softplus(%g) = %g, want %g", n, i, x[i], got[i], want[i])
+			}
+		}
+		in := append([]float32(nil), x...)
+		Softplus(in, in) // in place
+		if i := bitsEqual(in, got[:n]); i >= 0 {
+			t.Fatalf("n=%d: in place differs at %d", n, i)
+		}
+	}
+}

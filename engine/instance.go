@@ -48,6 +48,7 @@ type Instance struct {
 	// linear attention scratch
 	lkt     []amx.BF16
 	la, ktf []float32
+	sp1     []float32 // softplus(z+b) per row and head
 	linTmp  []float32
 	state   []float32 // [lin_heads × d_state × lin_head_dim]
 	stateB  []amx.BF16

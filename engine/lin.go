@@ -37,6 +37,16 @@ func (in *Instance) linPrefill(li int, lw *layerWeights) {
 	in.linTmp = growF(in.linTmp, C*hd)
 	in.state = growF(in.state, H*ds*hd)
 	in.stateB = growB(in.stateB, ds*hd)
+	// softplus(z + b) of every row and head in one vector call: the
+	// decays are a = −softplus.
+	in.sp1 = growF(in.sp1, n*H)
+	for r := 0; r < n; r++ {
+		z := in.proj[r*P+2*ld+lvw : r*P+2*ld+lvw+H]
+		for h, b := range lw.ba {
+			in.sp1[r*H+h] = z[h] + b
+		}
+	}
+	amx.Softplus(in.sp1, in.sp1)
 	qscale := float32(1 / math.Sqrt(float64(ds)))
 	kern := in.m.Kernel
 	for si, s := range in.segs {
@@ -56,7 +66,7 @@ func (in *Instance) linPrefill(li int, lw *layerWeights) {
 				// Cumulative log-decays.
 				var L float32
 				for i := 0; i < nq; i++ {
-					L += logDecay(in.proj[(q0+i)*P+2*ld+lvw+h] + lw.ba[h])
+					L -= in.sp1[(q0+i)*H+h]
 					in.la[i] = L
 				}
 				qa := in.prjb[q0*P+h*ds:]
