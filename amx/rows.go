@@ -17,6 +17,7 @@ var (
 	softmaxRowBF16Impl = softmaxRowBF16Loop
 	mulExpDiffBF16Impl = mulExpDiffBF16Generic
 	softplusImpl       = softplusGeneric
+	decayMaskBF16Impl  = decayMaskBF16Loop
 )
 
 // RMSNormRows normalises x in groups of group consecutive elements: x is a
@@ -157,5 +158,23 @@ func softplusGeneric(dst, x []float32) {
 		} else {
 			dst[i] = float32(math.Log1p(math.Exp(z)))
 		}
+	}
+}
+
+// DecayMaskBF16 applies a causal decay mask to the n×n row-major matrix x
+// and rounds it to bf16: dst[i·n+j] = bf16(x[i·n+j]·e^(l[i]−l[j])) for
+// j ≤ i and 0 for j > i (linear attention's intra-chunk scores with
+// cumulative log-decays l). Row i is MulExpDiffBF16 with c = l[i].
+func DecayMaskBF16(dst []BF16, x, l []float32, n int) {
+	if n < 0 || len(x) < n*n || len(dst) < n*n || len(l) < n {
+		panic(fmt.Sprintf("amx: DecayMaskBF16 n=%d: len(x)=%d len(dst)=%d len(l)=%d", n, len(x), len(dst), len(l)))
+	}
+	decayMaskBF16Impl(dst, x, l, n)
+}
+
+func decayMaskBF16Loop(dst []BF16, x, l []float32, n int) {
+	for i := 0; i < n; i++ {
+		mulExpDiffBF16Impl(dst[i*n:i*n+i+1], x[i*n:i*n+i+1], l[:i+1], l[i])
+		clear(dst[i*n+i+1 : (i+1)*n])
 	}
 }

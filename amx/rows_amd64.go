@@ -20,6 +20,9 @@ func transpose16x16F32(dst, src *float32, lddBytes, ldsBytes, rowBlocks, colBloc
 //go:noescape
 func softplus512(dst, x *float32, n int)
 
+//go:noescape
+func decayMaskBF16x512(dst *BF16, x, l *float32, n int)
+
 func init() {
 	if c := CPU(); c.AVX512F && c.OSAVX512 {
 		useRows512()
@@ -80,6 +83,11 @@ func useRows512() {
 	softplusImpl = func(dst, x []float32) {
 		if len(x) > 0 {
 			softplus512(&dst[0], &x[0], len(x))
+		}
+	}
+	decayMaskBF16Impl = func(dst []BF16, x, l []float32, n int) {
+		if n > 0 {
+			decayMaskBF16x512(&dst[0], &x[0], &l[0], n)
 		}
 	}
 	mulExpDiffBF16Impl = func(dst []BF16, x, l []float32, c float32) {

@@ -178,7 +178,7 @@ sbtail:
 
 // func rmsNormRows512(dst *float32, dstBF16 *BF16, x, gain *float32, rows, rowLen, group int, eps float32)
 // group is a multiple of 16 dividing rowLen; dst and dstBF16 may be nil.
-// Per group: inv = float32(1/sqrt(float64(Σx²/group + eps))) (Σ in 16
+// Per group: inv = float32(1/sqrt(float64(Σx²/group + eps))) (Σ in 2×16
 // lanes, fixed order), y = x·inv·g.
 TEXT ·rmsNormRows512(SB), NOSPLIT, $0-60
 	MOVQ dst+0(FP), DI
@@ -196,16 +196,30 @@ rnrow:
 	MOVQ R10, R14
 	MOVQ R12, R15
 rngroup:
+	// Σx² in two accumulators (even and odd vectors) to halve the FMA
+	// latency chain, added at the end; an odd count starts with one.
 	VPXORD Z0, Z0, Z0
+	VPXORD Z3, Z3, Z3
 	MOVQ R13, CX
 	SHRQ $4, CX
 	MOVQ SI, AX
-rnss:
+	TESTQ $1, CX
+	JZ   rnss2
 	VMOVUPS (AX), Z2
 	VFMADD231PS Z2, Z2, Z0
 	ADDQ $64, AX
 	DECQ CX
-	JNZ  rnss
+	JZ   rnsum
+rnss2:
+	VMOVUPS (AX), Z2
+	VMOVUPS 64(AX), Z1
+	VFMADD231PS Z2, Z2, Z0
+	VFMADD231PS Z1, Z1, Z3
+	ADDQ $128, AX
+	SUBQ $2, CX
+	JNZ  rnss2
+rnsum:
+	VADDPS Z3, Z0, Z0
 	HSUM
 	VDIVSS X21, X0, X0
 	VADDSS X20, X0, X0
@@ -349,5 +363,74 @@ sptail:
 	SOFTPLUS16
 	VMOVUPS Z5, K1, (DI)
 spdone:
+	VZEROUPPER
+	RET
+
+// LANEMASK sets kreg to the low min(max(r, 0), 16) lanes (r in a
+// register; clobbers AX, CX).
+#define LANEMASK(r, kreg) \
+	MOVQ r, CX \
+	CMPQ CX, $16 \
+	JLE  2(PC) \
+	MOVQ $16, CX \
+	XORQ AX, AX \
+	TESTQ CX, CX \
+	JLE  4(PC) \
+	MOVQ $1, AX \
+	SHLQ CX, AX \
+	DECQ AX \
+	KMOVW AX, kreg
+
+// func decayMaskBF16x512(dst *BF16, x, l *float32, n int)
+// Row i < n: dst[i·n+j] = bf16(x[i·n+j]·exp(l[i] − l[j])) for j ≤ i, 0 for
+// i < j < n, computed as exp((−l[j]) − (−l[i])) like mulExpDiffBF16x512.
+TEXT ·decayMaskBF16x512(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ l+16(FP), R8
+	MOVQ n+24(FP), DX
+	VPBROADCASTD rowc<>+68(SB), Z19
+	EXPCONST
+	BFCONST
+	XORQ R9, R9 // i
+dmrow:
+	CMPQ R9, DX
+	JGE  dmdone
+	VBROADCASTSS (R8)(R9*4), Z15
+	VPXORD Z19, Z15, Z15
+	XORQ R10, R10 // j0 = 16v
+dmvec:
+	CMPQ R10, DX
+	JGE  dmnext
+	MOVQ R9, R11
+	INCQ R11
+	SUBQ R10, R11 // valid lanes: i+1−j0
+	MOVQ DX, R12
+	SUBQ R10, R12 // in-row lanes: n−j0
+	LANEMASK(R12, K3)
+	TESTQ R11, R11
+	JLE  dmzero
+	LANEMASK(R11, K1)
+	VMOVUPS.Z (R8)(R10*4), K1, Z0
+	VPXORD Z19, Z0, Z0
+	EXP16
+	VMOVUPS.Z (SI)(R10*4), K1, Z20
+	VMULPS Z20, Z3, Z3
+	BF16(Z3, Z5)
+	VMOVDQA32.Z Z5, K1, Z5
+	VPMOVDW Z5, K3, (DI)(R10*2)
+	ADDQ $16, R10
+	JMP  dmvec
+dmzero:
+	VPXORD Z5, Z5, Z5
+	VPMOVDW Z5, K3, (DI)(R10*2)
+	ADDQ $16, R10
+	JMP  dmvec
+dmnext:
+	LEAQ (SI)(DX*4), SI
+	LEAQ (DI)(DX*2), DI
+	INCQ R9
+	JMP  dmrow
+dmdone:
 	VZEROUPPER
 	RET

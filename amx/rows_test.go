@@ -209,3 +209,29 @@ func TestSoftplus(t *testing.T) {
 		}
 	}
 }
+
+func TestDecayMaskBF16(t *testing.T) {
+	r := rand.New(rand.NewPCG(45, 46))
+	for _, n := range []int{0, 1, 2, 15, 16, 17, 31, 32, 33, 47, 63, 64, 65, 100} {
+		x, l := randF32(r, n*n), make([]float32, n)
+		var L float32
+		for i := range l {
+			L -= float32(r.Float64() * 3) // cumulative log-decays: decreasing
+			l[i] = L
+		}
+		got, want := make([]BF16, n*n+1), make([]BF16, n*n+1)
+		for i := range got {
+			got[i] = 0x4321 // every element must be written
+		}
+		got[n*n], want[n*n] = 6, 6
+		DecayMaskBF16(got, x, l, n)
+		for i := 0; i < n; i++ {
+			mulExpDiffBF16Generic(want[i*n:i*n+i+1], x[i*n:i*n+i+1], l[:i+1], l[i])
+		}
+		for i := range got {
+			if !bf16Close(got[i], want[i], 1e-37) {
+				t.Fatalf("n=%d [%d,%d]: %g vs %g", n, i/max(n, 1), i%max(n, 1), got[i].Float32(), want[i].Float32())
+			}
+		}
+	}
+}

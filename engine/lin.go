@@ -133,10 +133,5 @@ func (in *Instance) linPrefill(li int, lw *layerWeights) {
 // exponent is ≤ 0 and each factor is one exp of a difference, so no
 // product of many small factors is ever formed.
 func (in *Instance) decayMask(nq int) {
-	la := in.la[:nq]
-	for i := 0; i < nq; i++ {
-		prow := in.probs[i*nq : (i+1)*nq]
-		amx.MulExpDiffBF16(prow[:i+1], in.scores[i*nq:i*nq+i+1], la[:i+1], la[i])
-		clear(prow[i+1:])
-	}
+	amx.DecayMaskBF16(in.probs, in.scores, in.la, nq)
 }
