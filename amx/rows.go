@@ -18,6 +18,7 @@ var (
 	mulExpDiffBF16Impl = mulExpDiffBF16Generic
 	softplusImpl       = softplusGeneric
 	decayMaskBF16Impl  = decayMaskBF16Loop
+	scaleRowsBF16Impl  = scaleRowsBF16Generic
 )
 
 // RMSNormRows normalises x in groups of group consecutive elements: x is a
@@ -176,5 +177,37 @@ func decayMaskBF16Loop(dst []BF16, x, l []float32, n int) {
 	for i := 0; i < n; i++ {
 		mulExpDiffBF16Impl(dst[i*n:i*n+i+1], x[i*n:i*n+i+1], l[:i+1], l[i])
 		clear(dst[i*n+i+1 : (i+1)*n])
+	}
+}
+
+// ScaleRowsBF16 writes row i of the rows×cols matrix x (row stride ldx),
+// times s[i], rounded to bf16, as row i of dst (row stride ldd):
+// dst[i·ldd+j] = bf16(x[i·ldx+j]·s[i]).
+func ScaleRowsBF16(dst []BF16, ldd int, x []float32, ldx int, s []float32, rows, cols int) {
+	if rows <= 0 || cols <= 0 {
+		return
+	}
+	if ldx < cols || ldd < cols || len(s) < rows || len(x) < (rows-1)*ldx+cols || len(dst) < (rows-1)*ldd+cols {
+		panic(fmt.Sprintf("amx: ScaleRowsBF16 %dx%d: ldx=%d len=%d, ldd=%d len=%d, len(s)=%d", rows, cols, ldx, len(x), ldd, len(dst), len(s)))
+	}
+	scaleRowsBF16Impl(dst, ldd, x, ldx, s, rows, cols)
+}
+
+func scaleRowsBF16Generic(dst []BF16, ldd int, x []float32, ldx int, s []float32, rows, cols int) {
+	for i := 0; i < rows; i++ {
+		for j, v := range x[i*ldx : i*ldx+cols] {
+			dst[i*ldd+j] = FromFloat32(v * s[i])
+		}
+	}
+}
+
+// Scale does x[i] *= s.
+func Scale(x []float32, s float32) { scaleImpl(x, s) }
+
+var scaleImpl = scaleGeneric
+
+func scaleGeneric(x []float32, s float32) {
+	for i := range x {
+		x[i] *= s
 	}
 }

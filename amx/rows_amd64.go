@@ -23,6 +23,9 @@ func softplus512(dst, x *float32, n int)
 //go:noescape
 func decayMaskBF16x512(dst *BF16, x, l *float32, n int)
 
+//go:noescape
+func scaleRowsBF16x512(dst *BF16, lddBytes int, x *float32, ldxBytes int, s *float32, rows, cols int)
+
 func init() {
 	if c := CPU(); c.AVX512F && c.OSAVX512 {
 		useRows512()
@@ -89,6 +92,14 @@ func useRows512() {
 		if n > 0 {
 			decayMaskBF16x512(&dst[0], &x[0], &l[0], n)
 		}
+	}
+	scaleImpl = func(x []float32, s float32) {
+		if len(x) > 0 {
+			scale512(&x[0], len(x), s)
+		}
+	}
+	scaleRowsBF16Impl = func(dst []BF16, ldd int, x []float32, ldx int, s []float32, rows, cols int) {
+		scaleRowsBF16x512(&dst[0], ldd*2, &x[0], ldx*4, &s[0], rows, cols)
 	}
 	mulExpDiffBF16Impl = func(dst []BF16, x, l []float32, c float32) {
 		if len(x) > 0 {

@@ -434,3 +434,48 @@ dmnext:
 dmdone:
 	VZEROUPPER
 	RET
+
+// func scaleRowsBF16x512(dst *BF16, lddBytes int, x *float32, ldxBytes int, s *float32, rows, cols int)
+// dst row i = bf16(x row i · s[i]), cols ≥ 1 elements per row.
+TEXT ·scaleRowsBF16x512(SB), NOSPLIT, $0-56
+	MOVQ dst+0(FP), DI
+	MOVQ lddBytes+8(FP), R8
+	MOVQ x+16(FP), SI
+	MOVQ ldxBytes+24(FP), R9
+	MOVQ s+32(FP), R10
+	MOVQ rows+40(FP), R11
+	MOVQ cols+48(FP), DX
+	BFCONST
+	TAILMASK(DX)
+	TESTQ R11, R11
+	JZ   srdone
+srrow:
+	VBROADCASTSS (R10), Z1
+	MOVQ SI, R12
+	MOVQ DI, R13
+	MOVQ DX, BX
+	SHRQ $4, BX
+	JZ   srtail
+srvec:
+	VMULPS (R12), Z1, Z3
+	BF16(Z3, Z5)
+	VPMOVDW Z5, (R13)
+	ADDQ $64, R12
+	ADDQ $32, R13
+	DECQ BX
+	JNZ  srvec
+srtail:
+	KORTESTW K1, K1
+	JZ   srnext
+	VMULPS.Z (R12), Z1, K1, Z3
+	BF16(Z3, Z5)
+	VPMOVDW Z5, K1, (R13)
+srnext:
+	ADDQ R9, SI
+	ADDQ R8, DI
+	ADDQ $4, R10
+	DECQ R11
+	JNZ  srrow
+srdone:
+	VZEROUPPER
+	RET

@@ -235,3 +235,35 @@ func TestDecayMaskBF16(t *testing.T) {
 		}
 	}
 }
+
+func TestScaleRowsBF16(t *testing.T) {
+	r := rand.New(rand.NewPCG(47, 48))
+	for _, s := range []struct{ rows, cols int }{{1, 1}, {3, 15}, {64, 32}, {5, 16}, {7, 17}, {2, 100}} {
+		ldx, ldd := s.cols+5, s.cols+2
+		x, sc := randF32(r, s.rows*ldx), randF32(r, s.rows)
+		got, want := make([]BF16, s.rows*ldd), make([]BF16, s.rows*ldd)
+		for i := range got {
+			got[i], want[i] = 0x77, 0x77 // row padding stays untouched
+		}
+		ScaleRowsBF16(got, ldd, x, ldx, sc, s.rows, s.cols)
+		scaleRowsBF16Generic(want, ldd, x, ldx, sc, s.rows, s.cols)
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("%+v [%d]: %#x vs %#x", s, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+func TestScale(t *testing.T) {
+	r := rand.New(rand.NewPCG(49, 50))
+	for _, n := range raggedLens() {
+		x := randF32(r, n+1)
+		got, want := append([]float32(nil), x...), append([]float32(nil), x...)
+		Scale(got[:n], 0.37)
+		scaleGeneric(want[:n], 0.37)
+		if i := bitsEqual(got, want); i >= 0 {
+			t.Fatalf("n=%d [%d]: %g vs %g", n, i, got[i], want[i])
+		}
+	}
+}

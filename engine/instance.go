@@ -48,9 +48,10 @@ type Instance struct {
 	// linear attention scratch
 	lkt     []amx.BF16
 	la, ktf []float32
-	sp1     []float32 // softplus(z+b) per row and head
-	linTmp  []float32
-	state   []float32 // [lin_heads × d_state × lin_head_dim]
+	sp1     []float32  // softplus(z+b) per row and head
+	eLa     []float32  // e^(L_i) of a chunk
+	qe      []amx.BF16 // queries times e^(L_i)
+	state   []float32  // [lin_heads × d_state × lin_head_dim]
 	stateB  []amx.BF16
 	sp      *amx.Matrix
 	// MoE scratch

@@ -11,7 +11,7 @@ import (
 // output to h. Per head and chunk, with L the cumulative log-decay within
 // the chunk (fp32) and S_prev the state after the previous chunk:
 //
-//	O = (Q·Kᵀ ⊙ [e^(L_i−L_j)]_{i≥j})·V + e^L ⊙ (Q·S_prev)
+//	O = (Q·Kᵀ ⊙ [e^(L_i−L_j)]_{i≥j})·V + (e^L ⊙ Q)·S_prev
 //	S = e^(L_last)·S_prev + (K⊙e^(L_last−L))ᵀ·V
 //
 // every exponent ≤ 0, so nothing overflows. Q is pre-scaled by 1/√d_state.
@@ -34,7 +34,8 @@ func (in *Instance) linPrefill(li int, lw *layerWeights) {
 	in.la = growF(in.la, C)
 	in.scores = growF(in.scores, C*C)
 	in.probs = growB(in.probs, C*C)
-	in.linTmp = growF(in.linTmp, C*hd)
+	in.eLa = growF(in.eLa, C)
+	in.qe = growB(in.qe, C*ds)
 	in.state = growF(in.state, H*ds*hd)
 	in.stateB = growB(in.stateB, ds*hd)
 	// softplus(z + b) of every row and head in one vector call: the
@@ -80,15 +81,18 @@ func (in *Instance) linPrefill(li int, lw *layerWeights) {
 				out := in.mix[q0*lvw+h*hd:]
 				amx.MatMul(nq, in.probs, nq, in.vp, out, lvw, nil)
 				if s.off+c0 > 0 {
-					// Inter-chunk: out_i += e^(L_i) · (q_i/√d_state)·S_prev.
+					// Inter-chunk: out_i += (q_i·e^(L_i))·S_prev/√d_state, the
+					// decay folded into the bf16 queries so that the GEMM
+					// accumulates straight into out.
 					amx.ToBF16(in.stateB, S)
 					in.sp = amx.PackFor(kern, in.sp, ds, hd, in.stateB, hd)
-					ep = in.epilogue()
-					ep.Scale = qscale
-					amx.MatMul(nq, qa, P, in.sp, in.linTmp, hd, ep)
-					for i := 0; i < nq; i++ {
-						amx.Axpy(expf(in.la[i]), in.linTmp[i*hd:(i+1)*hd], out[i*lvw:i*lvw+hd])
+					for i, L := range in.la[:nq] {
+						in.eLa[i] = expf(L)
 					}
+					amx.ScaleRowsBF16(in.qe, ds, in.proj[q0*P+h*ds:], P, in.eLa, nq, ds)
+					ep = in.epilogue()
+					ep.Scale, ep.Accumulate = qscale, true
+					amx.MatMul(nq, in.qe, ds, in.sp, out, lvw, ep)
 				}
 				if last && exp == nil && !cont {
 					continue
@@ -96,9 +100,7 @@ func (in *Instance) linPrefill(li int, lw *layerWeights) {
 				// State update for the next chunk (or the decode state).
 				Ln := in.la[nq-1]
 				eL := expf(Ln)
-				for i := range S {
-					S[i] *= eL
-				}
+				amx.Scale(S, eL)
 				// lkt = (K ⊙ e^(L_last−L_j))ᵀ in bf16: K transposed in fp32,
 				// then one decay-weighted row per state dimension.
 				amx.TransposeF32(in.ktf, nq, in.proj[q0*P+ld+h*ds:], P, nq, ds)
