@@ -12,6 +12,8 @@ Each call prefills one pack of --tokens tokens (256-token blocks) holding
 whole documents of --doc-len tokens; the defaults match `onecore bench
 engine` (8192 tokens, documents of 256). Prints one JSON object:
   {"prefill_tok_s": body only, "prefill_readout_tok_s": body + full-vocab logits, ...}
+(per wall-clock second), and the same per second of process CPU time
+("prefill_cpu_tok_s", "prefill_readout_cpu_tok_s").
 
 Run pinned to one core:  taskset -c 1 /usr/bin/python3 bench/torch_prefill.py [--moe]
 """
@@ -32,14 +34,17 @@ MOE = {"moe_layers": [0, 3, 5], "experts": 64, "top_k": 4, "d_ff_expert": 160}
 
 
 def bench(fn, tokens, min_s):
+    """Tokens per wall-clock second and per second of this process's CPU
+    time (the latter comparable with `onecore bench engine`'s thread-CPU
+    numbers on a shared machine)."""
     fn()  # warm-up: allocator, oneDNN primitives
-    n, t0 = 0, time.perf_counter()
+    n, t0, c0 = 0, time.perf_counter(), time.process_time()
     while True:
         fn()
         n += 1
         dt = time.perf_counter() - t0
         if n * tokens >= tokens * 3 and dt >= min_s:
-            return n * tokens / dt
+            return n * tokens / dt, n * tokens / (time.process_time() - c0)
 
 
 def _tune_malloc():
@@ -77,9 +82,10 @@ def main():
     tabs = fast.rope_tables(a.doc_len, cfg["swa_head_dim"], cfg["rope_theta"], torch.bfloat16)
     tokens = N * a.doc_len
     with torch.inference_mode():
-        body = bench(lambda: fast.body(cfg, P, ids, tabs), tokens, a.min_seconds)
-        full = bench(lambda: fast.body(cfg, P, ids, tabs) @ P["emb"].T, tokens, a.min_seconds)
+        body, body_cpu = bench(lambda: fast.body(cfg, P, ids, tabs), tokens, a.min_seconds)
+        full, full_cpu = bench(lambda: fast.body(cfg, P, ids, tabs) @ P["emb"].T, tokens, a.min_seconds)
     print(json.dumps({"prefill_tok_s": round(body, 1), "prefill_readout_tok_s": round(full, 1),
+                      "prefill_cpu_tok_s": round(body_cpu, 1), "prefill_readout_cpu_tok_s": round(full_cpu, 1),
                       "moe": bool(a.moe), "threads": torch.get_num_threads(),
                       "tokens_per_call": tokens, "doc_len": a.doc_len, "torch": torch.__version__}))
 
