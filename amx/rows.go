@@ -19,6 +19,7 @@ var (
 	softplusImpl       = softplusGeneric
 	decayMaskBF16Impl  = decayMaskBF16Loop
 	scaleRowsBF16Impl  = scaleRowsBF16Generic
+	ropeHeadsBF16Impl  = ropeHeadsBF16Copy
 )
 
 // RMSNormRows normalises x in groups of group consecutive elements: x is a
@@ -86,6 +87,24 @@ func ropeHeadsWith(rope func(lo, hi, cos, sin []float32), conv func([]BF16, []fl
 	if dst != nil {
 		conv(dst, x)
 	}
+}
+
+// RoPEHeadsBF16 writes into dst[:len(x)] the bf16 rounding of what
+// RoPEHeads would leave in x, leaving x unchanged (when only the bf16
+// copy is needed, the fp32 stores are saved).
+func RoPEHeadsBF16(dst []BF16, x []float32, hd int, cos, sin []float32) {
+	if hd <= 0 || hd%2 != 0 || len(x)%hd != 0 {
+		panic(fmt.Sprintf("amx: RoPEHeadsBF16: len(x)=%d hd=%d", len(x), hd))
+	}
+	ropeHeadsBF16Impl(dst[:len(x)], x, hd, cos[:hd/2], sin[:hd/2])
+}
+
+// ropeHeadsBF16Copy rotates a pooled copy of x.
+func ropeHeadsBF16Copy(dst []BF16, x []float32, hd int, cos, sin []float32) {
+	p := getF32(len(x))
+	copy(*p, x)
+	ropeHeadsImpl(*p, dst, hd, cos, sin)
+	f32Pool.Put(p)
 }
 
 // SoftmaxRowBF16 writes softmax(x), rounded to bf16, into dst[:len(x)]

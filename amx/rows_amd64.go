@@ -6,7 +6,7 @@ package amx
 func rmsNormRows512(dst *float32, dstBF16 *BF16, x, gain *float32, rows, rowLen, group int, eps float32)
 
 //go:noescape
-func ropeHeads512(x *float32, dst *BF16, heads, half int, cos, sin *float32)
+func ropeHeads512(x *float32, dst *BF16, heads, half int, cos, sin *float32, inPlace int)
 
 //go:noescape
 func scaleBF16x512(dst *BF16, x *float32, n int, s float32)
@@ -60,7 +60,14 @@ func useRows512() {
 		if dst != nil {
 			db = &dst[0]
 		}
-		ropeHeads512(&x[0], db, len(x)/hd, hd/2, &cos[0], &sin[0])
+		ropeHeads512(&x[0], db, len(x)/hd, hd/2, &cos[0], &sin[0], 1)
+	}
+	ropeHeadsBF16Impl = func(dst []BF16, x []float32, hd int, cos, sin []float32) {
+		if (hd/2)%16 != 0 || len(x) == 0 {
+			ropeHeadsBF16Copy(dst, x, hd, cos, sin)
+			return
+		}
+		ropeHeads512(&x[0], &dst[0], len(x)/hd, hd/2, &cos[0], &sin[0], 0)
 	}
 	softmaxRowBF16Impl = func(dst []BF16, x []float32) {
 		n := len(x)

@@ -255,17 +255,18 @@ rnnob:
 	VZEROUPPER
 	RET
 
-// func ropeHeads512(x *float32, dst *BF16, heads, half int, cos, sin *float32)
+// func ropeHeads512(x *float32, dst *BF16, heads, half int, cos, sin *float32, inPlace int)
 // half is a multiple of 16. Per head, (lo, hi) ← (lo·c − hi·s, hi·c + lo·s)
-// in place (products rounded, then the sum, as ropeGeneric), and bf16
-// copies to dst if non-nil.
-TEXT ·ropeHeads512(SB), NOSPLIT, $0-48
+// (products rounded, then the sum, as ropeGeneric), stored in place if
+// inPlace != 0, and bf16 copies to dst if non-nil.
+TEXT ·ropeHeads512(SB), NOSPLIT, $0-56
 	MOVQ x+0(FP), SI
 	MOVQ dst+8(FP), DI
 	MOVQ heads+16(FP), R11
 	MOVQ half+24(FP), R12
 	MOVQ cos+32(FP), R8
 	MOVQ sin+40(FP), R9
+	MOVQ inPlace+48(FP), R10
 	BFCONST
 	MOVQ R12, R13
 	SHLQ $2, R13 // half in bytes (fp32)
@@ -288,8 +289,11 @@ rpvec:
 	VMULPS Z2, Z1, Z8         // b·c
 	VMULPS Z3, Z0, Z9         // a·s
 	VADDPS Z9, Z8, Z8         // hi'
+	TESTQ R10, R10
+	JZ   rpnof
 	VMOVUPS Z6, (DX)
 	VMOVUPS Z8, (DX)(R13*1)
+rpnof:
 	TESTQ DI, DI
 	JZ   rpnob
 	LEAQ (DI)(BX*1), R15

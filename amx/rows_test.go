@@ -97,6 +97,17 @@ func TestRoPEHeads(t *testing.T) {
 					t.Fatalf("hd=%d heads=%d bf16 [%d]: %#x vs %#x", hd, heads, i, gotB[i], wantB[i])
 				}
 			}
+			onlyB, keep := make([]BF16, n+1), append([]float32(nil), x...)
+			onlyB[n] = 9
+			RoPEHeadsBF16(onlyB, keep, hd, cs, sn)
+			if i := bitsEqual(keep, x); i >= 0 {
+				t.Fatalf("hd=%d heads=%d: RoPEHeadsBF16 changed x[%d]", hd, heads, i)
+			}
+			for i := range onlyB {
+				if onlyB[i] != wantB[i] {
+					t.Fatalf("hd=%d heads=%d RoPEHeadsBF16 [%d]: %#x vs %#x", hd, heads, i, onlyB[i], wantB[i])
+				}
+			}
 			noB := append([]float32(nil), x...)
 			RoPEHeads(noB, nil, hd, cs, sn)
 			if i := bitsEqual(noB, want); i >= 0 {

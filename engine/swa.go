@@ -28,7 +28,7 @@ func (in *Instance) swaPrefill(li int, lw *layerWeights) {
 	for r := 0; r < n; r++ {
 		cs, sn := in.rope(int(in.pos[r]))
 		// q heads then k heads, rotated and rounded to bf16 in one call.
-		amx.RoPEHeads(in.proj[r*P:r*P+2*sd], in.prjb[r*P:r*P+2*sd], hd, cs, sn)
+		amx.RoPEHeadsBF16(in.prjb[r*P:r*P+2*sd], in.proj[r*P:r*P+2*sd], hd, cs, sn)
 	}
 	in.tock(OpElementwise, t0)
 
