@@ -407,9 +407,12 @@ type pagePool struct {
 	once   sync.Once
 }
 
+// newCompressor returns a page compressor. Frames carry no xxhash
+// checksum (pqarrow's do): Parquet pages have their own optional CRC, and
+// hashing every page cost ~2% of a conversion.
 func newCompressor(level int) (*compressor, error) {
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)),
-		zstd.WithEncoderConcurrency(1), zstd.WithZeroFrames(true))
+		zstd.WithEncoderConcurrency(1), zstd.WithZeroFrames(true), zstd.WithEncoderCRC(false))
 	return &compressor{enc: enc}, err
 }
 
