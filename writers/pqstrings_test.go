@@ -23,27 +23,27 @@ import (
 )
 
 // pageDocs are documents that exercise the page writer: many pages per
-// column chunk (texts of 0–6 KB), a text larger than a page, empty
+// column chunk (texts of 0–4 KB), a text larger than a page, empty
 // strings, and passthrough columns with nulls at random, in runs, or (in
 // the last row groups) none at all.
 func pageDocs() []readers.Document {
 	rng := rand.New(rand.NewPCG(7, 7))
 	words := strings.Fields("the quick brown fox jumps over a lazy dog Größe 日本語 🙂 \x00 \" \\")
 	var docs []readers.Document
-	for i := range 3000 {
+	for i := range 1500 {
 		var sb strings.Builder
-		for range rng.IntN(800) {
+		for range rng.IntN(500) {
 			sb.WriteString(words[rng.IntN(len(words))])
 			sb.WriteByte(' ')
 		}
 		d := readers.Document{ID: fmt.Sprintf("d%05d", i), Text: sb.String(), Keep: make([]readers.Value, 2)}
 		switch {
-		case i == 1234:
+		case i == 700:
 			d.Text = strings.Repeat("large ", 3<<20/6) // 3 MiB: a page of its own
 		case i%97 == 0:
 			d.Text = ""
 		}
-		if i >= 1500 || i%3 != 0 && (i/500)%2 == 0 { // nulls in a pattern, in runs, then none
+		if i >= 750 || i%3 != 0 && (i/250)%2 == 0 { // nulls in a pattern, in runs, then none
 			d.Keep[0] = readers.Value{S: fmt.Sprint("lang", i%5), Valid: true}
 		}
 		if rng.IntN(4) == 0 {
@@ -95,8 +95,8 @@ func readPqarrow(t *testing.T, path string) ([]readers.Document, *arrow.Schema) 
 }
 
 // TestParquetFastPath: the page-parallel writer of string schemas writes
-// the same bytes whatever its concurrency, and parquet-go and arrow-go read
-// back from it exactly what the pqarrow encoder's file holds.
+// the same bytes whatever its concurrency, and parquet-go, arrow-go and
+// DuckDB read back from it exactly what the pqarrow encoder's file holds.
 func TestParquetFastPath(t *testing.T) {
 	dir := t.TempDir()
 	docs := pageDocs()
@@ -105,7 +105,8 @@ func TestParquetFastPath(t *testing.T) {
 		defer writers.SetGenericParquet(false)
 		p := filepath.Join(dir, name)
 		opts.Plain = writers.DocPlainColumns
-		opts.RowGroupBytes = 3 << 20 // several row groups, one ending inside a record
+		opts.RowGroupBytes = 3 << 19 // several row groups, some ending inside a record
+		opts.RowGroupRows = 400
 		writeDocs(t, p, docs, opts)
 		return p
 	}
@@ -133,6 +134,10 @@ func TestParquetFastPath(t *testing.T) {
 	if !fastSchema.Equal(refSchema) {
 		t.Errorf("arrow-go reads schema %v from the fast path, %v from pqarrow's file", fastSchema, refSchema)
 	}
+	// and DuckDB, over many pages and row groups
+	arr := filepath.Join(dir, "docs.arrow")
+	writeDocs(t, arr, docs, writers.Options{})
+	checkReadByOthers(t, fast, arr, docs)
 
 	// metadata as arrow-go sees it: row groups, zstd, null counts
 	pf, err := file.OpenParquetFile(fast, false)
@@ -144,7 +149,20 @@ func TestParquetFastPath(t *testing.T) {
 		t.Errorf("%d row groups, want several", pf.NumRowGroups())
 	}
 	var nulls [4]int64
+	maxPages := 0
 	for g := range pf.NumRowGroups() {
+		pr, err := pf.RowGroup(g).GetColumnPageReader(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for pr.Next() {
+			n++
+		}
+		if err := pr.Err(); err != nil {
+			t.Fatalf("row group %d text pages: %v", g, err)
+		}
+		maxPages = max(maxPages, n)
 		rg := pf.MetaData().RowGroup(g)
 		for c := range rg.NumColumns() {
 			cc, err := rg.ColumnChunk(c)
@@ -160,6 +178,9 @@ func TestParquetFastPath(t *testing.T) {
 			}
 			nulls[c] += st.NullCount()
 		}
+	}
+	if maxPages < 2 {
+		t.Errorf("text column chunks have at most %d page(s), want several", maxPages)
 	}
 	var want [4]int64
 	for _, d := range docs {
