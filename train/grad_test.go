@@ -105,6 +105,9 @@ func TestGradFiniteDifferences(t *testing.T) {
 			p := randomParams64(c, 7)
 			m := NewModel(c, p)
 			m.AuxCoef = 0.5
+			// linear-attention chunks of 2 (decay sub-blocks of 1): the
+			// documents span first, middle and last chunks
+			m.linChunk, m.linSub = 2, 1
 			logq := make([]float64, c.VocabSize)
 			for i := range logq {
 				logq[i] = math.Log(float64(i+1) / float64(c.VocabSize*(c.VocabSize+1)/2))
@@ -188,6 +191,7 @@ func TestGradFloat32MatchesFloat64(t *testing.T) {
 		}
 		m64, m32 := NewModel(c, p64), NewModel(c, p32)
 		m64.AuxCoef, m32.AuxCoef = 0.1, 0.1
+		m64.linChunk, m64.linSub, m32.linChunk, m32.linSub = 16, 4, 16, 4
 		_, _, d64 := FullCE(m64, m64.Forward(ids, rowLen), targets, true)
 		m64.Backward(d64)
 		_, _, d32 := FullCE(m32, m32.Forward(ids, rowLen), targets, true)

@@ -22,8 +22,11 @@ type Model[T Float] struct {
 	AuxCoef float64
 
 	ws      *workspace
-	ropeCos []T // [pos][swa_head_dim/2]
-	ropeSin []T
+	ropeCos []T
+	// linear-attention chunk and decay sub-block lengths (tests shrink
+	// them so tiny documents span several chunks)
+	linChunk, linSub int // [pos][swa_head_dim/2]
+	ropeSin          []T
 
 	// state of the last Forward
 	n      int
@@ -47,7 +50,8 @@ type Model[T Float] struct {
 
 // NewModel wraps parameters p of config c.
 func NewModel[T Float](c *Config, p *Params[T]) *Model[T] {
-	return &Model[T]{Cfg: c, P: p, ws: newWorkspace(), AuxCoef: 0.01, layers: make([]layerCache[T], len(c.Layers)), Load: make([][]int, len(c.Layers))}
+	return &Model[T]{Cfg: c, P: p, ws: newWorkspace(), AuxCoef: 0.01, layers: make([]layerCache[T], len(c.Layers)), Load: make([][]int, len(c.Layers)),
+		linChunk: defaultLinChunk, linSub: defaultLinSub}
 }
 
 // layerCache keeps one layer's activations for the backward pass.
@@ -57,6 +61,8 @@ type layerCache[T Float] struct {
 	q, k, v, o, p []T // swa: q,k rotated; p = attention probabilities per chunk
 	chunks        []swaChunk
 	z, on, ro     []T // lin: decay logits, normed output, per-head rstd
+	lch           []linChunkSpan
+	sprev         []T // lin: each chunk's incoming state, [chunk][head][d_state][head_dim]
 	// mlp
 	u, act []T
 	// moe
