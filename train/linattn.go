@@ -103,7 +103,7 @@ func scatterHead[T Float](x, src []T, r0, r1, ld, h, hd int) {
 // and keeps every chunk's incoming state for the backward pass.
 func (m *Model[T]) linFwd(lc *layerCache[T], pre string, out []T) {
 	c := m.Cfg
-	N, D, H, ds, dv := m.n, c.DModel, c.LinHeads, c.DState, c.LinHeadDim
+	N, H, ds, dv := m.n, c.LinHeads, c.DState, c.LinHeadDim
 	HK, HV := H*ds, H*dv
 	lc.q = grow(lc.q, N*HK)
 	lc.k = grow(lc.k, N*HK)
@@ -112,10 +112,7 @@ func (m *Model[T]) linFwd(lc *layerCache[T], pre string, out []T) {
 	lc.o = grow(lc.o, N*HV)
 	lc.on = grow(lc.on, N*HV)
 	lc.ro = grow(lc.ro, N*H)
-	gemmShared(m.ws, N, D, lc.n1, false,
-		gemmOp[T]{m.P.W(pre + "lin.wq"), false, HK, lc.q, false},
-		gemmOp[T]{m.P.W(pre + "lin.wk"), false, HK, lc.k, false},
-		gemmOp[T]{m.P.W(pre + "lin.wv"), false, HV, lc.v, false})
+	m.projQKV(lc, pre, []string{"lin.wq", "lin.wk", "lin.wv"}, lc.q, lc.k, lc.v)
 	linDecayLogits(m, lc.n1, m.P.W(pre+"lin.wa"), m.P.W(pre+"lin.ba"), lc.z)
 	lc.lch = m.linChunks(lc.lch)
 	SS := ds * dv
@@ -178,7 +175,7 @@ func (m *Model[T]) linFwd(lc *layerCache[T], pre string, out []T) {
 			rmsnormFwd(lc.o[o:o+dv], gn[h*dv:(h+1)*dv], lc.on[o:o+dv], lc.ro[t*H+h:t*H+h+1], dv, eps)
 		}
 	}
-	gemm(m.ws, N, HV, D, lc.on, false, m.P.W(pre+"lin.wo"), false, out, false)
+	m.outProj(lc.on, HV, pre+"lin.wo", out)
 }
 
 // linDecayLogits computes z = x·wa + ba (N×H), in full precision: the decay
@@ -211,9 +208,8 @@ func (m *Model[T]) linBwd(lc *layerCache[T], pre string, dy, dx []T) {
 	c := m.Cfg
 	N, D, H, ds, dv := m.n, c.DModel, c.LinHeads, c.DState, c.LinHeadDim
 	HK, HV := H*ds, H*dv
-	gemm(m.ws, HV, N, D, lc.on, true, dy, false, m.P.G(pre+"lin.wo"), true)
 	don := m.bufRaw("lin.don", N*HV)
-	gemm(m.ws, N, D, HV, dy, false, m.P.W(pre+"lin.wo"), true, don, false)
+	m.outProjBwd(lc.on, HV, pre+"lin.wo", dy, don)
 	do := m.buf("lin.do", N*HV)
 	gn, dgn := m.P.W(pre+"lin.gn"), m.P.G(pre+"lin.gn")
 	for t := 0; t < N; t++ {
@@ -335,17 +331,7 @@ func (m *Model[T]) linBwd(lc *layerCache[T], pre string, dy, dx []T) {
 			scatterHead(dvv, dvh, ch.c0, ch.c1, HV, h, dv)
 		}
 	}
-	gemmShared(m.ws, D, N, lc.n1, true,
-		gemmOp[T]{dq, false, HK, m.P.G(pre + "lin.wq"), true},
-		gemmOp[T]{dk, false, HK, m.P.G(pre + "lin.wk"), true},
-		gemmOp[T]{dvv, false, HV, m.P.G(pre + "lin.wv"), true})
-	for _, w := range []struct {
-		name string
-		d    []T
-		n    int
-	}{{"lin.wq", dq, HK}, {"lin.wk", dk, HK}, {"lin.wv", dvv, HV}} {
-		gemm(m.ws, N, w.n, D, w.d, false, m.P.W(pre+w.name), true, dx, true)
-	}
+	m.projQKVBwd(lc, pre, []string{"lin.wq", "lin.wk", "lin.wv"}, dx, dq, dk, dvv)
 	wa, dwa, dba := m.P.W(pre+"lin.wa"), m.P.G(pre+"lin.wa"), m.P.G(pre+"lin.ba")
 	for t := 0; t < N; t++ {
 		zt := dz[t*H : (t+1)*H]
