@@ -101,8 +101,7 @@ func (f *fast32) transposed(key string, x []amx.BF16, r, c int) []amx.BF16 {
 // mlpFwd32: u = n2·W_up with ReLU² in the epilogue (act, fp32 and bf16),
 // out = act·W_down.
 func (f *fast32) mlpFwd(N, D, F int, lc *layerCache[float32], wUp, wDown []float32, pre string, out []float32) {
-	lc.n2b = growBF(lc.n2b, N*D)
-	amx.ToBF16(lc.n2b, lc.n2)
+	// lc.n2b: written by normFwd
 	lc.act = grow(lc.act, N*F)
 	lc.actb = growBF(lc.actb, N*F)
 	f.ep = amx.Epilogue{Act: amx.ActReLU2, OutBF16: lc.actb}
@@ -123,31 +122,31 @@ func (f *fast32) mlpBwd(N, D, F int, lc *layerCache[float32], wUp, wDown, dUp, d
 		}
 	}
 	dub := f.toBF("du", du[:N*F])
-	f.linearBwd(N, D, F, f.transposed("xT", lc.n2b, N, D), dub, pre+"mlp.w_up", wUp, dUp, dx, true)
+	f.linearBwd(N, D, F, f.transposed("xT", lc.n2b, N, D), dub, pre+"mlp.w_up", wUp, dUp, dx, false)
 }
 
 // qkvFwd: q, k, v = n1·Wq, n1·Wk, n1·Wv from one bf16 copy of n1, kept
 // for the backward.
 func (f *fast32) qkvFwd(N, D int, lc *layerCache[float32], names []string, ws [][]float32, outs [][]float32) {
-	lc.n1b = growBF(lc.n1b, N*D)
-	amx.ToBF16(lc.n1b, lc.n1)
+	// lc.n1b: written by normFwd
 	for i, name := range names {
 		n := len(ws[i]) / D
 		f.mul(N, lc.n1b, f.weight(name, ws[i], D, n, false), outs[i], false)
 	}
 }
 
-// qkvBwd: dW += n1ᵀ·d and dx += d·Wᵀ for each of q, k, v.
+// qkvBwd: dW += n1ᵀ·d for each of q, k, v, and dx = Σ d·Wᵀ.
 func (f *fast32) qkvBwd(N, D int, lc *layerCache[float32], names []string, ws, dws, ds [][]float32, dx []float32) {
 	xT := f.transposed("xT", lc.n1b, N, D)
 	for i, name := range names {
 		n := len(ws[i]) / D
-		f.linearBwd(N, D, n, xT, f.toBF("dqkv", ds[i][:N*n]), name, ws[i], dws[i], dx, true)
+		f.linearBwd(N, D, n, xT, f.toBF("dqkv", ds[i][:N*n]), name, ws[i], dws[i], dx, i > 0)
 	}
 }
 
-// outBwd is the backward of out = o·Wo (o N×K): dWo += oᵀ·dy, do = dy·Woᵀ.
-func (f *fast32) outBwd(N, K, D int, o []float32, name string, w, dw, dy, do []float32) {
-	ob := f.toBF("o", o[:N*K])
+// outBwd is the backward of out = o·Wo (o N×K, its bf16 copy kept by
+// outProj): dWo += oᵀ·dy, do = dy·Woᵀ.
+func (f *fast32) outBwd(N, K, D int, name string, w, dw, dy, do []float32) {
+	ob := f.scratch(name, N*K) // outProj's bf16 o
 	f.linearBwd(N, K, D, f.transposed("oT", ob, N, K), f.toBF("dy", dy[:N*D]), name, w, dw, do, false)
 }

@@ -155,7 +155,7 @@ func (m *Model[T]) Forward(ids []int32, rowLen int) []T {
 		lc.hin = h
 		lc.n1 = grow(lc.n1, N*D)
 		lc.r1 = grow(lc.r1, N)
-		rmsnormFwd(h, m.P.W(pre+"norm1.g"), lc.n1, lc.r1, D, eps)
+		m.normFwd(h, m.P.W(pre+"norm1.g"), lc.n1, lc.r1, &lc.n1b, eps)
 		mix := m.bufRaw("mix", N*D)
 		switch kind {
 		case "swa":
@@ -170,7 +170,7 @@ func (m *Model[T]) Forward(ids []int32, rowLen int) []T {
 		}
 		lc.n2 = grow(lc.n2, N*D)
 		lc.r2 = grow(lc.r2, N)
-		rmsnormFwd(hmid, m.P.W(pre+"norm2.g"), lc.n2, lc.r2, D, eps)
+		m.normFwd(hmid, m.P.W(pre+"norm2.g"), lc.n2, lc.r2, &lc.n2b, eps)
 		lc.hout = grow(lc.hout, N*D)
 		out := lc.hout
 		if c.IsMoE(li) {
@@ -198,18 +198,17 @@ func (m *Model[T]) Backward(dhf []T) {
 	m.dh = growZero(m.dh, N*D)
 	dh := m.dh
 	rmsnormBwd(m.hLast, m.P.W("norm.g"), m.rF, dhf, dh, m.P.G("norm.g"), D)
-	dn := m.buf("dn", N*D)
+	// every mixer / MLP backward overwrites dn (its input gradient)
+	dn := m.bufRaw("dn", N*D)
 	for li := len(c.Layers) - 1; li >= 0; li-- {
 		lc := &m.layers[li]
 		pre := fmt.Sprintf("layers.%d.", li)
-		clear(dn)
 		if c.IsMoE(li) {
 			m.moeBwd(li, lc, pre, dh, dn)
 		} else {
 			m.mlpBwd(lc, pre, dh, dn)
 		}
 		rmsnormBwd(lc.hmid, m.P.W(pre+"norm2.g"), lc.r2, dn, dh, m.P.G(pre+"norm2.g"), D)
-		clear(dn)
 		switch c.Layers[li] {
 		case "swa":
 			m.swaBwd(lc, pre, dh, dn)
@@ -290,6 +289,7 @@ func (m *Model[T]) mlpBwd(lc *layerCache[T], pre string, dy, dx []T) {
 			pre, any(dy).([]float32), any(m.bufRaw("du", N*F)).([]float32), any(dx).([]float32))
 		return
 	}
+	clear(dx)
 	gemm(m.ws, F, N, D, lc.act, true, dy, false, m.P.G(pre+"mlp.w_down"), true)
 	du := m.buf("du", N*F)
 	gemm(m.ws, N, D, F, dy, false, m.P.W(pre+"mlp.w_down"), true, du, false)
@@ -333,7 +333,7 @@ func (m *Model[T]) projQKV(lc *layerCache[T], pre string, names []string, outs .
 	gemmShared(m.ws, N, D, lc.n1, false, ops...)
 }
 
-// projQKVBwd: weight gradients of projQKV from ds, and dx += Σ d·Wᵀ.
+// projQKVBwd: weight gradients of projQKV from ds, and dx = Σ d·Wᵀ.
 func (m *Model[T]) projQKVBwd(lc *layerCache[T], pre string, names []string, dx []T, ds ...[]T) {
 	N, D := m.n, m.Cfg.DModel
 	full := make([]string, len(names))
@@ -346,6 +346,7 @@ func (m *Model[T]) projQKVBwd(lc *layerCache[T], pre string, names []string, dx 
 		f.qkvBwd(N, D, any(lc).(*layerCache[float32]), full, f32s(ws...), f32s(dws...), f32s(ds...), any(dx).([]float32))
 		return
 	}
+	clear(dx)
 	ops := make([]gemmOp[T], len(names))
 	for i := range names {
 		ops[i] = gemmOp[T]{ds[i], false, len(ws[i]) / D, dws[i], true}
@@ -362,8 +363,8 @@ func (m *Model[T]) outProjBwd(o []T, K int, name string, dy, do []T) {
 	N, D := m.n, m.Cfg.DModel
 	w, dw := m.P.W(name), m.P.G(name)
 	if f := m.f32; f != nil {
-		v := f32s(o, w, dw, dy, do)
-		f.outBwd(N, K, D, v[0], name, v[1], v[2], v[3], v[4])
+		v := f32s(w, dw, dy, do)
+		f.outBwd(N, K, D, name, v[0], v[1], v[2], v[3])
 		return
 	}
 	gemm(m.ws, K, N, D, o, true, dy, false, dw, true)
@@ -375,8 +376,28 @@ func (m *Model[T]) outProj(o []T, K int, name string, out []T) {
 	N, D := m.n, m.Cfg.DModel
 	if f := m.f32; f != nil {
 		v := f32s(o, m.P.W(name), out)
-		f.mul(N, f.toBF("o", v[0][:N*K]), f.weight(name, v[1], K, D, false), v[2], false)
+		ob := f.scratch(name, N*K) // kept for the backward
+		amx.ToBF16(ob, v[0][:N*K])
+		f.mul(N, ob, f.weight(name, v[1], K, D, false), v[2], false)
 		return
 	}
 	gemm(m.ws, N, K, D, o, false, m.P.W(name), false, out, false)
+}
+
+// normFwd is rmsnormFwd over rows of d_model; the float32 model also
+// writes the bf16 copy *yb (the next GEMM's A operand) in the same pass.
+func (m *Model[T]) normFwd(x, g, y, r []T, yb *[]amx.BF16, eps T) {
+	D := m.Cfg.DModel
+	if m.f32 == nil {
+		rmsnormFwd(x, g, y, r, D, eps)
+		return
+	}
+	v := f32s(x, g, y, r)
+	x32, g32, y32, r32 := v[0], v[1], v[2], v[3]
+	*yb = growBF(*yb, len(x))
+	for t := 0; t < len(x)/D; t++ {
+		row := x32[t*D : (t+1)*D]
+		amx.RMSNorm(y32[t*D:(t+1)*D], (*yb)[t*D:(t+1)*D], row, g32, float32(eps))
+		r32[t] = float32(1 / math.Sqrt(float64(amx.Dot(row, row))/float64(D)+float64(eps)))
+	}
 }
