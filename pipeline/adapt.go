@@ -240,22 +240,31 @@ func (w *engineWorker) Generate(prompts [][]int32, opt GenOptions) ([]Generation
 
 // answerLogProbs fills each generation's log-prob (answer tokens, plus the
 // stop token when one ended it) with one batched prefill, under the
-// vocabulary mask the decoder sampled with.
+// vocabulary mask the decoder sampled with. An empty answer that no stop
+// token ended (nothing was allowed) has log-prob 0 and is not scored.
 func (w *engineWorker) answerLogProbs(prompts [][]int32, gens []Generation, stop []int32) error {
-	seqs := make([][]int32, len(prompts))
+	var seqs [][]int32
+	var idx []int
 	for i, p := range prompts {
-		seqs[i] = concat(p, gens[i].Tokens)
-		if gens[i].Stopped {
-			seqs[i] = append(seqs[i], stop[i])
+		if len(gens[i].Tokens) == 0 && !gens[i].Stopped {
+			continue
 		}
+		seq := concat(p, gens[i].Tokens)
+		if gens[i].Stopped {
+			seq = append(seq, stop[i])
+		}
+		seqs, idx = append(seqs, seq), append(idx, i)
+	}
+	if len(seqs) == 0 {
+		return nil
 	}
 	res, err := w.in.Prefill(seqs, engine.Want{LogProbs: true, MaskVocab: true})
 	if err != nil {
 		return err
 	}
-	for i, p := range prompts {
+	for k, i := range idx {
 		var s float32
-		for _, v := range res[i].LogProbs[len(p)-1:] {
+		for _, v := range res[k].LogProbs[len(prompts[i])-1:] {
 			s += v
 		}
 		gens[i].LogProb = s

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,7 +18,7 @@ import (
 // allowed id (ties: the lower id) under the vocabulary mask, scored by its
 // log-softmax over the masked logits. margins[i][k] is how far the best
 // allowed logit at step k of sequence i was ahead of the runner-up.
-func referenceGenerate(t *testing.T, m *EngineModel, in *engine.Instance, prompts [][]int32, opt GenOptions) (gens []Generation, margins [][]float32) {
+func referenceGenerate(t testing.TB, m *EngineModel, in *engine.Instance, prompts [][]int32, opt GenOptions) (gens []Generation, margins [][]float32) {
 	t.Helper()
 	margins = make([][]float32, len(prompts))
 	stops := map[int32]bool{}
@@ -181,4 +182,72 @@ func TestExtractiveDecoderMatchesReference(t *testing.T) {
 		t.Fatalf("%d answers of ≥ 2 tokens, %d documents containing a masked id, %d of %d parted at near-ties", long, masked, ties, len(want))
 	}
 	t.Logf("%d of %d answers have ≥ 2 tokens; %d parted at a near-tie", long, len(want), ties)
+}
+
+// BenchmarkExtractive compares extractive decoding on the dense-3m shape
+// (random weights): the engine's decoder (one packed prefill, then one
+// step per token) against the former one-prefill-per-token loop, for 16
+// documents of ~200 tokens and up to 16 answer tokens.
+//
+//	go test ./pipeline -run '^$' -bench BenchmarkExtractive -benchtime 3x
+func BenchmarkExtractive(b *testing.B) {
+	dir := b.TempDir()
+	c := engine.DefaultConfig()
+	if err := engine.SaveCheckpoint(dir, &c, engine.InitTensors(&c, 5), &engine.Generation{StopIDs: []int32{EOS}}); err != nil {
+		b.Fatal(err)
+	}
+	writeTokenizer(b, filepath.Join(dir, "tokenizer.json"))
+	m, tok, err := LoadModel(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var docs, prompts [][]int32
+	for _, d := range genDocs(64, 9) {
+		ids := tok.Encode(d.text)
+		if len(ids) < 100 {
+			continue
+		}
+		docs = append(docs, ids[:min(len(ids), 200)])
+		prompts = append(prompts, concat([]int32{BOS}, docs[len(docs)-1], tok.Encode("\nQ: what?\nA:")))
+		if len(docs) == 16 {
+			break
+		}
+	}
+	for _, minLen := range []int{0, 8} {
+		// This random model mostly stops at once; minLen keeps the stop
+		// id out until the answer has that many tokens (longer answers).
+		opt := GenOptions{MaxNew: 16, Allow: func(i int, gen []int32) []int32 {
+			stop := []int32{EOS}
+			if len(gen) < minLen {
+				stop = nil
+			}
+			return spanContinuations(docs[i], gen, stop)
+		}}
+		report := func(b *testing.B, gens []Generation) {
+			n := 0
+			for _, g := range gens {
+				n += len(g.Tokens)
+			}
+			b.ReportMetric(float64(n)/float64(len(gens)), "answer-tok")
+			b.ReportMetric(float64(len(prompts)*b.N)/b.Elapsed().Seconds(), "docs/s")
+		}
+		b.Run(fmt.Sprintf("min%d/decoder", minLen), func(b *testing.B) {
+			w, _ := m.NewWorker()
+			var gens []Generation
+			for range b.N {
+				if gens, err = w.Generate(prompts, opt); err != nil {
+					b.Fatal(err)
+				}
+			}
+			report(b, gens)
+		})
+		b.Run(fmt.Sprintf("min%d/prefill-per-token", minLen), func(b *testing.B) {
+			in := engine.NewInstance(m.M)
+			var gens []Generation
+			for range b.N {
+				gens, _ = referenceGenerate(b, m, in, prompts, opt)
+			}
+			report(b, gens)
+		})
+	}
 }
