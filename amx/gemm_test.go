@@ -340,7 +340,7 @@ func TestPackReuse(t *testing.T) {
 func TestPackTransposed(t *testing.T) {
 	r := rand.New(rand.NewPCG(15, 16))
 	for _, kern := range Available() {
-		for _, s := range []shape{{7, 1, 1}, {7, 31, 17}, {6, 64, 512}, {13, 257, 65}} {
+		for _, s := range []shape{{7, 1, 1}, {7, 31, 17}, {6, 64, 512}, {13, 257, 65}, {5, 70, 40}, {3, 32, 64}, {4, 64, 256}, {2, 96, 100}} {
 			b := randBF16(r, s.k*s.n)
 			bt := make([]BF16, s.n*(s.k+3))
 			for kk := 0; kk < s.k; kk++ {

@@ -316,15 +316,22 @@ func (d *Decoder) linStep(li int, lw *layerWeights) {
 	t0 := in.tick()
 	qscale := float32(1 / math.Sqrt(float64(ds)))
 	eps := float32(c.NormEps)
+	in.sp1 = growF(in.sp1, H)
 	for i, st := range d.active {
 		row := in.proj[i*P : (i+1)*P]
 		roundBF16(row[:2*ld+lvw]) // q, k, v take their bf16 values, as in prefill
 		out := in.mix[i*lvw : (i+1)*lvw]
 		clear(out)
+		// Decays e^(−softplus(z + b)), the same kernel as prefill.
+		sp := in.sp1[:H]
+		for h, b := range lw.ba {
+			sp[h] = row[2*ld+lvw+h] + b
+		}
+		amx.Softplus(sp, sp)
 		for h := 0; h < H; h++ {
 			S := st.s[li][h*ds*hd : (h+1)*ds*hd]
 			q, k, v := row[h*ds:(h+1)*ds], row[ld+h*ds:ld+(h+1)*ds], row[2*ld+h*hd:2*ld+(h+1)*hd]
-			decay := expf(logDecay(row[2*ld+lvw+h] + lw.ba[h]))
+			decay := expf(-sp[h])
 			if st.pos == 0 {
 				decay = 0 // reset at the document's start, before its own update
 			}
@@ -337,8 +344,8 @@ func (d *Decoder) linStep(li int, lw *layerWeights) {
 				amx.Axpy(k[dd], v, srow)
 				amx.Axpy(q[dd]*qscale, srow, o)
 			}
-			amx.RMSNorm(nil, in.mixb[i*lvw+h*hd:i*lvw+(h+1)*hd], o, lw.gn[h*hd:(h+1)*hd], eps)
 		}
+		amx.RMSNormRows(nil, in.mixb[i*lvw:(i+1)*lvw], out, lw.gn, hd, eps) // per head
 	}
 	in.tock(OpAttention, t0)
 	ep := in.epilogue()

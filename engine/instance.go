@@ -46,12 +46,13 @@ type Instance struct {
 	probs                    []amx.BF16
 	kt, vp                   *amx.Matrix
 	// linear attention scratch
-	lkt      []amx.BF16
-	la, decW []float32
-	linTmp   []float32
-	state    []float32 // [lin_heads × d_state × lin_head_dim]
-	stateB   []amx.BF16
-	sp       *amx.Matrix
+	lkt     []amx.BF16
+	la, ktf []float32
+	sp1     []float32 // softplus(z+b) per row and head
+	linTmp  []float32
+	state   []float32 // [lin_heads × d_state × lin_head_dim]
+	stateB  []amx.BF16
+	sp      *amx.Matrix
 	// MoE scratch
 	rexp    []int32   // [n×top_k] selected experts, ascending
 	rgate   []float32 // [n×top_k] their gates
@@ -276,14 +277,12 @@ func (in *Instance) forward() {
 func (in *Instance) norm(g []float32, wantF bool) {
 	t0 := in.tick()
 	D := in.m.Cfg.DModel
-	eps := float32(in.m.Cfg.NormEps)
-	for r := 0; r < in.n; r++ {
-		var dst []float32
-		if wantF {
-			dst = in.xf[r*D : (r+1)*D]
-		}
-		amx.RMSNorm(dst, in.xb[r*D:(r+1)*D], in.h[r*D:(r+1)*D], g, eps)
+	n := in.n * D
+	var dst []float32
+	if wantF {
+		dst = in.xf[:n]
 	}
+	amx.RMSNormRows(dst, in.xb[:n], in.h[:n], g, D, float32(in.m.Cfg.NormEps))
 	in.tock(OpElementwise, t0)
 }
 

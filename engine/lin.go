@@ -21,19 +21,32 @@ func (in *Instance) linPrefill(li int, lw *layerWeights) {
 	ld, lvw := H*ds, H*hd
 	P := 2*ld + lvw + H
 	n := in.n
-	in.matmul(n, in.xb, D, lw.wqkv, in.proj, P, nil)
+	// fp32 (decays, state-update keys) and bf16 (q, k, v read in place as
+	// GEMM operands, row stride P) from one GEMM.
+	ep := in.epilogue()
+	ep.OutBF16, ep.LdOut = in.prjb, P
+	in.matmul(n, in.xb, D, lw.wqkv, in.proj, P, ep)
 
 	t0 := in.tick()
-	// q, k, v in bf16, read in place as GEMM operands (row stride P).
-	amx.ToBF16(in.prjb[:n*P], in.proj[:n*P])
 	C := linChunk
 	in.lkt = growB(in.lkt, ds*C)
+	in.ktf = growF(in.ktf, ds*C)
 	in.la = growF(in.la, C)
 	in.scores = growF(in.scores, C*C)
 	in.probs = growB(in.probs, C*C)
 	in.linTmp = growF(in.linTmp, C*hd)
 	in.state = growF(in.state, H*ds*hd)
 	in.stateB = growB(in.stateB, ds*hd)
+	// softplus(z + b) of every row and head in one vector call: the
+	// decays are a = −softplus.
+	in.sp1 = growF(in.sp1, n*H)
+	for r := 0; r < n; r++ {
+		z := in.proj[r*P+2*ld+lvw : r*P+2*ld+lvw+H]
+		for h, b := range lw.ba {
+			in.sp1[r*H+h] = z[h] + b
+		}
+	}
+	amx.Softplus(in.sp1, in.sp1)
 	qscale := float32(1 / math.Sqrt(float64(ds)))
 	kern := in.m.Kernel
 	for si, s := range in.segs {
@@ -53,13 +66,13 @@ func (in *Instance) linPrefill(li int, lw *layerWeights) {
 				// Cumulative log-decays.
 				var L float32
 				for i := 0; i < nq; i++ {
-					L += logDecay(in.proj[(q0+i)*P+2*ld+lvw+h] + lw.ba[h])
+					L -= in.sp1[(q0+i)*H+h]
 					in.la[i] = L
 				}
 				qa := in.prjb[q0*P+h*ds:]
 				// Intra-chunk scores (scaled by 1/√d_state) with the decay mask.
 				in.kt = amx.PackTransposedFor(kern, in.kt, ds, nq, in.prjb[q0*P+ld+h*ds:], P)
-				ep := in.epilogue()
+				ep = in.epilogue()
 				ep.Scale = qscale
 				amx.MatMul(nq, qa, P, in.kt, in.scores, nq, ep)
 				in.decayMask(nq)
@@ -86,12 +99,11 @@ func (in *Instance) linPrefill(li int, lw *layerWeights) {
 				for i := range S {
 					S[i] *= eL
 				}
-				for j := 0; j < nq; j++ {
-					w := expf(Ln - in.la[j])
-					k := in.proj[(q0+j)*P+ld+h*ds:]
-					for d := 0; d < ds; d++ {
-						in.lkt[d*nq+j] = amx.FromFloat32(k[d] * w)
-					}
+				// lkt = (K ⊙ e^(L_last−L_j))ᵀ in bf16: K transposed in fp32,
+				// then one decay-weighted row per state dimension.
+				amx.TransposeF32(in.ktf, nq, in.proj[q0*P+ld+h*ds:], P, nq, ds)
+				for d := 0; d < ds; d++ {
+					amx.MulExpDiffBF16(in.lkt[d*nq:(d+1)*nq], in.ktf[d*nq:(d+1)*nq], in.la[:nq], Ln)
 				}
 				ep = in.epilogue()
 				ep.Accumulate = true
@@ -109,50 +121,22 @@ func (in *Instance) linPrefill(li int, lw *layerWeights) {
 
 	// Per-head RMSNorm (gain gn), straight into the bf16 A of Wo.
 	t0 = in.tick()
-	eps := float32(c.NormEps)
-	for r := 0; r < n; r++ {
-		for h := 0; h < H; h++ {
-			o := r*lvw + h*hd
-			amx.RMSNorm(nil, in.mixb[o:o+hd], in.mix[o:o+hd], lw.gn[h*hd:(h+1)*hd], eps)
-		}
-	}
+	amx.RMSNormRows(nil, in.mixb[:n*lvw], in.mix[:n*lvw], lw.gn, hd, float32(c.NormEps))
 	in.tock(OpElementwise, t0)
-	ep := in.epilogue()
+	ep = in.epilogue()
 	ep.Accumulate = true
 	in.matmul(n, in.mixb, lvw, lw.wo, in.h, D, ep)
 }
 
-// linSub is the sub-block length of the decay mask: within a sub-block
-// e^(L_i−L_j) is one exp per pair; across sub-blocks it is the product of
-// two factors ≤ 1 through the later block's first position m,
-// e^(L_i−L_m)·e^(L_m−L_j), so a 64-chunk costs ~700 exps instead of 2080
-// and no product of many small factors is ever formed.
-const linSub = 16
-
 // decayMask multiplies the nq×nq intra-chunk scores by e^(L_i−L_j) for
-// j ≤ i (0 above the diagonal) and writes them to probs in bf16.
+// j ≤ i (0 above the diagonal) and writes them to probs in bf16. Every
+// exponent is ≤ 0 and each factor is one exp of a difference, so no
+// product of many small factors is ever formed.
 func (in *Instance) decayMask(nq int) {
 	la := in.la[:nq]
-	in.decW = growF(in.decW, nq)
-	w := in.decW
 	for i := 0; i < nq; i++ {
-		m := i - i%linSub
-		if i == m {
-			for j := 0; j < m; j++ {
-				w[j] = expf(la[m] - la[j])
-			}
-		}
-		row := in.scores[i*nq : i*nq+i+1]
-		Li := la[i]
-		ui := expf(Li - la[m])
-		for j, wj := range w[:m] {
-			row[j] *= ui * wj
-		}
-		for j := m; j <= i; j++ {
-			row[j] *= expf(Li - la[j])
-		}
 		prow := in.probs[i*nq : (i+1)*nq]
-		amx.ToBF16(prow[:i+1], row)
+		amx.MulExpDiffBF16(prow[:i+1], in.scores[i*nq:i*nq+i+1], la[:i+1], la[i])
 		clear(prow[i+1:])
 	}
 }

@@ -35,15 +35,3 @@ func expf(x float32) float32 {
 	}
 	return p * math.Float32frombits(uint32(k+127)<<23)
 }
-
-// logDecay returns a = −softplus(z) (β = 1), computed stably in float64.
-func logDecay(z float32) float32 {
-	x := float64(z)
-	var sp float64
-	if x > 0 {
-		sp = x + math.Log1p(math.Exp(-x))
-	} else {
-		sp = math.Log1p(math.Exp(x))
-	}
-	return float32(-sp)
-}

@@ -23,15 +23,3 @@ func TestExpf(t *testing.T) {
 		t.Fatalf("expf(0) = %v", expf(0))
 	}
 }
-
-func TestLogDecay(t *testing.T) {
-	for _, z := range []float32{-50, -3, 0, 2, 40, 200} {
-		want := -math.Log1p(math.Exp(float64(z)))
-		if z > 30 {
-			want = -float64(z)
-		}
-		if got := float64(logDecay(z)); math.Abs(got-want) > 1e-6*math.Max(1, math.Abs(want)) || got > 0 {
-			t.Errorf("logDecay(%v) = %v, want %v", z, got, want)
-		}
-	}
-}

@@ -1,0 +1,353 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// AVX-512 row-batched kernels (rows_amd64.go). The exp is the one of
+// softmax_amd64.s (same algorithm and constants; macros are per file, so
+// it is repeated here). bf16 rounding is FromFloat32's: round to nearest
+// even, NaN → (u>>16)|0x40.
+
+DATA rowc<>+0(SB)/4, $88.3762626647949
+DATA rowc<>+4(SB)/4, $-88.3762626647949
+DATA rowc<>+8(SB)/4, $1.44269504088896341
+DATA rowc<>+12(SB)/4, $0.5
+DATA rowc<>+16(SB)/4, $0.693359375
+DATA rowc<>+20(SB)/4, $-2.12194440e-4
+DATA rowc<>+24(SB)/4, $1.9875691500e-4
+DATA rowc<>+28(SB)/4, $1.3981999507e-3
+DATA rowc<>+32(SB)/4, $8.3334519073e-3
+DATA rowc<>+36(SB)/4, $4.1665795894e-2
+DATA rowc<>+40(SB)/4, $1.6666665459e-1
+DATA rowc<>+44(SB)/4, $5.0000001201e-1
+DATA rowc<>+48(SB)/4, $1.0
+DATA rowc<>+52(SB)/4, $127
+DATA rowc<>+56(SB)/4, $0x00007fff
+DATA rowc<>+60(SB)/4, $0x00000001
+DATA rowc<>+64(SB)/4, $0x00000040
+DATA rowc<>+68(SB)/4, $0x80000000
+DATA rowc<>+72(SB)/8, $1.0
+DATA rowc<>+80(SB)/4, $2.0
+DATA rowc<>+84(SB)/4, $0.07692307692307693 // 1/13
+DATA rowc<>+88(SB)/4, $0.09090909090909091 // 1/11
+DATA rowc<>+92(SB)/4, $0.1111111111111111  // 1/9
+DATA rowc<>+96(SB)/4, $0.14285714285714285 // 1/7
+DATA rowc<>+100(SB)/4, $0.2                // 1/5
+DATA rowc<>+104(SB)/4, $0.3333333333333333 // 1/3
+GLOBL rowc<>(SB), RODATA|NOPTR, $108
+
+// TAILMASK sets K1 to the low n&15 lanes.
+#define TAILMASK(n) \
+	MOVQ n, AX \
+	ANDQ $15, AX \
+	MOVQ AX, CX \
+	MOVQ $1, AX \
+	SHLQ CX, AX \
+	DECQ AX \
+	KMOVW AX, K1
+
+// EXPCONST loads EXP16's constants into Z6..Z13.
+#define EXPCONST \
+	VBROADCASTSS rowc<>+0(SB), Z13 \
+	VBROADCASTSS rowc<>+4(SB), Z12 \
+	VBROADCASTSS rowc<>+8(SB), Z11 \
+	VBROADCASTSS rowc<>+12(SB), Z10 \
+	VBROADCASTSS rowc<>+16(SB), Z9 \
+	VBROADCASTSS rowc<>+20(SB), Z8 \
+	VBROADCASTSS rowc<>+48(SB), Z7 \
+	VPBROADCASTD rowc<>+52(SB), Z6
+
+// EXP16 computes Z3 = exp(Z0 − Z15) (clobbers Z0..Z2).
+#define EXP16 \
+	VSUBPS  Z15, Z0, Z0 \
+	VMINPS  Z13, Z0, Z0 \
+	VMAXPS  Z12, Z0, Z0 \
+	VMOVAPS Z10, Z1 \
+	VFMADD231PS Z11, Z0, Z1 \
+	VRNDSCALEPS $1, Z1, Z1 \
+	VFNMADD231PS Z9, Z1, Z0 \
+	VFNMADD231PS Z8, Z1, Z0 \
+	VMULPS Z0, Z0, Z2 \
+	VBROADCASTSS rowc<>+24(SB), Z3 \
+	VFMADD213PS.BCST rowc<>+28(SB), Z0, Z3 \
+	VFMADD213PS.BCST rowc<>+32(SB), Z0, Z3 \
+	VFMADD213PS.BCST rowc<>+36(SB), Z0, Z3 \
+	VFMADD213PS.BCST rowc<>+40(SB), Z0, Z3 \
+	VFMADD213PS.BCST rowc<>+44(SB), Z0, Z3 \
+	VFMADD213PS Z0, Z2, Z3 \
+	VADDPS Z7, Z3, Z3 \
+	VCVTPS2DQ Z1, Z1 \
+	VPADDD Z6, Z1, Z1 \
+	VPSLLD $23, Z1, Z1 \
+	VMULPS Z1, Z3, Z3
+
+// BFCONST loads BF16's constants into Z16..Z18.
+#define BFCONST \
+	VPBROADCASTD rowc<>+56(SB), Z16 \
+	VPBROADCASTD rowc<>+60(SB), Z17 \
+	VPBROADCASTD rowc<>+64(SB), Z18
+
+// BF16 rounds the 16 floats of src to bf16 in the low halves of dst's
+// dwords (clobbers Z4, K2).
+#define BF16(src, dst) \
+	VPSRLD $16, src, Z4 \
+	VPANDD Z17, Z4, dst \
+	VPADDD Z16, dst, dst \
+	VPADDD src, dst, dst \
+	VPSRLD $16, dst, dst \
+	VCMPPS $3, src, src, K2 \
+	VPORD Z18, Z4, K2, dst
+
+// HSUM reduces the 16 lanes of Z0 to X0 (fixed order).
+#define HSUM \
+	VEXTRACTF32X8 $1, Z0, Y1 \
+	VADDPS Y1, Y0, Y0 \
+	VEXTRACTF128 $1, Y0, X1 \
+	VADDPS X1, X0, X0 \
+	VMOVHLPS X0, X1, X1 \
+	VADDPS X1, X0, X0 \
+	VPSHUFD $1, X0, X1 \
+	VADDSS X1, X0, X0
+
+// func mulExpDiffBF16x512(dst *BF16, x, l *float32, n int, c float32)
+// dst[i] = bf16(x[i]·exp(c − l[i])), computed as exp((−l) − (−c)).
+TEXT ·mulExpDiffBF16x512(SB), NOSPLIT, $0-36
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ l+16(FP), R8
+	MOVQ n+24(FP), DX
+	VPBROADCASTD rowc<>+68(SB), Z19 // sign bit
+	VBROADCASTSS c+32(FP), Z15
+	VPXORD Z19, Z15, Z15
+	EXPCONST
+	BFCONST
+	MOVQ DX, BX
+	SHRQ $4, BX
+	JZ   medtail
+medloop:
+	VPXORD (R8), Z19, Z0
+	EXP16
+	VMULPS (SI), Z3, Z3
+	BF16(Z3, Z5)
+	VPMOVDW Z5, (DI)
+	ADDQ $64, SI
+	ADDQ $64, R8
+	ADDQ $32, DI
+	DECQ BX
+	JNZ  medloop
+medtail:
+	TAILMASK(DX)
+	KORTESTW K1, K1
+	JZ   meddone
+	VMOVUPS.Z (R8), K1, Z0
+	VPXORD Z19, Z0, Z0
+	EXP16
+	VMOVUPS.Z (SI), K1, Z20
+	VMULPS Z20, Z3, Z3
+	BF16(Z3, Z5)
+	VPMOVDW Z5, K1, (DI)
+meddone:
+	VZEROUPPER
+	RET
+
+// func scaleBF16x512(dst *BF16, x *float32, n int, s float32)
+// dst[i] = bf16(x[i]·s).
+TEXT ·scaleBF16x512(SB), NOSPLIT, $0-28
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), DX
+	VBROADCASTSS s+24(FP), Z1
+	BFCONST
+	MOVQ DX, BX
+	SHRQ $4, BX
+	JZ   sbtail
+sbloop:
+	VMULPS (SI), Z1, Z3
+	BF16(Z3, Z5)
+	VPMOVDW Z5, (DI)
+	ADDQ $64, SI
+	ADDQ $32, DI
+	DECQ BX
+	JNZ  sbloop
+sbtail:
+	TAILMASK(DX)
+	VMULPS.Z (SI), Z1, K1, Z3
+	BF16(Z3, Z5)
+	VPMOVDW Z5, K1, (DI)
+	VZEROUPPER
+	RET
+
+// func rmsNormRows512(dst *float32, dstBF16 *BF16, x, gain *float32, rows, rowLen, group int, eps float32)
+// group is a multiple of 16 dividing rowLen; dst and dstBF16 may be nil.
+// Per group: inv = float32(1/sqrt(float64(Σx²/group + eps))) (Σ in 16
+// lanes, fixed order), y = x·inv·g.
+TEXT ·rmsNormRows512(SB), NOSPLIT, $0-60
+	MOVQ dst+0(FP), DI
+	MOVQ dstBF16+8(FP), R9
+	MOVQ x+16(FP), SI
+	MOVQ gain+24(FP), R10
+	MOVQ rows+32(FP), R11
+	MOVQ rowLen+40(FP), R12
+	MOVQ group+48(FP), R13
+	VMOVSS eps+56(FP), X20
+	VCVTSI2SSQ R13, X21, X21
+	VMOVSD rowc<>+72(SB), X22
+	BFCONST
+rnrow:
+	MOVQ R10, R14
+	MOVQ R12, R15
+rngroup:
+	VPXORD Z0, Z0, Z0
+	MOVQ R13, CX
+	SHRQ $4, CX
+	MOVQ SI, AX
+rnss:
+	VMOVUPS (AX), Z2
+	VFMADD231PS Z2, Z2, Z0
+	ADDQ $64, AX
+	DECQ CX
+	JNZ  rnss
+	HSUM
+	VDIVSS X21, X0, X0
+	VADDSS X20, X0, X0
+	VCVTSS2SD X0, X0, X0
+	VSQRTSD X0, X0, X0
+	VDIVSD X0, X22, X0
+	VCVTSD2SS X0, X0, X0
+	VBROADCASTSS X0, Z1
+	MOVQ R13, CX
+	SHRQ $4, CX
+rnscale:
+	VMULPS (SI), Z1, Z2
+	VMULPS (R14), Z2, Z2
+	TESTQ DI, DI
+	JZ   rnnof
+	VMOVUPS Z2, (DI)
+	ADDQ $64, DI
+rnnof:
+	TESTQ R9, R9
+	JZ   rnnob
+	BF16(Z2, Z5)
+	VPMOVDW Z5, (R9)
+	ADDQ $32, R9
+rnnob:
+	ADDQ $64, SI
+	ADDQ $64, R14
+	DECQ CX
+	JNZ  rnscale
+	SUBQ R13, R15
+	JNZ  rngroup
+	DECQ R11
+	JNZ  rnrow
+	VZEROUPPER
+	RET
+
+// func ropeHeads512(x *float32, dst *BF16, heads, half int, cos, sin *float32)
+// half is a multiple of 16. Per head, (lo, hi) ← (lo·c − hi·s, hi·c + lo·s)
+// in place (products rounded, then the sum, as ropeGeneric), and bf16
+// copies to dst if non-nil.
+TEXT ·ropeHeads512(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ heads+16(FP), R11
+	MOVQ half+24(FP), R12
+	MOVQ cos+32(FP), R8
+	MOVQ sin+40(FP), R9
+	BFCONST
+	MOVQ R12, R13
+	SHLQ $2, R13 // half in bytes (fp32)
+	MOVQ R12, R14
+	SHLQ $1, R14 // half in bytes (bf16)
+rphead:
+	MOVQ R12, CX
+	SHRQ $4, CX
+	XORQ AX, AX // fp32 byte offset within the half
+	XORQ BX, BX // bf16 byte offset
+rpvec:
+	LEAQ (SI)(AX*1), DX
+	VMOVUPS (DX), Z0          // a = lo
+	VMOVUPS (DX)(R13*1), Z1   // b = hi
+	VMOVUPS (R8)(AX*1), Z2    // c
+	VMOVUPS (R9)(AX*1), Z3    // s
+	VMULPS Z2, Z0, Z6         // a·c
+	VMULPS Z3, Z1, Z7         // b·s
+	VSUBPS Z7, Z6, Z6         // lo'
+	VMULPS Z2, Z1, Z8         // b·c
+	VMULPS Z3, Z0, Z9         // a·s
+	VADDPS Z9, Z8, Z8         // hi'
+	VMOVUPS Z6, (DX)
+	VMOVUPS Z8, (DX)(R13*1)
+	TESTQ DI, DI
+	JZ   rpnob
+	LEAQ (DI)(BX*1), R15
+	BF16(Z6, Z5)
+	VPMOVDW Z5, (R15)
+	BF16(Z8, Z5)
+	VPMOVDW Z5, (R15)(R14*1)
+rpnob:
+	ADDQ $64, AX
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  rpvec
+	LEAQ (SI)(R13*2), SI
+	TESTQ DI, DI
+	JZ   rpnext
+	LEAQ (DI)(R14*2), DI
+rpnext:
+	DECQ R11
+	JNZ  rphead
+	VZEROUPPER
+	RET
+
+// SOFTPLUS16 computes Z5 = log(1 + e^Z24) = max(x, 0) + log1p(e^−|x|),
+// log1p(e) = 2·atanh(s) = 2s(1 + s²/3 + … + s¹²/13) with s = e/(2+e) ≤ 1/3
+// (series error < 2e-8 relative; no cancellation for tiny e). Needs
+// EXPCONST, Z15 = 0, Z19 = sign bit, Z21 = 2, Z22 = 0; clobbers Z0..Z3.
+#define SOFTPLUS16 \
+	VPORD Z19, Z24, Z0 \
+	EXP16 \
+	VADDPS Z21, Z3, Z1 \
+	VDIVPS Z1, Z3, Z1 \
+	VMULPS Z1, Z1, Z2 \
+	VBROADCASTSS rowc<>+84(SB), Z5 \
+	VFMADD213PS.BCST rowc<>+88(SB), Z2, Z5 \
+	VFMADD213PS.BCST rowc<>+92(SB), Z2, Z5 \
+	VFMADD213PS.BCST rowc<>+96(SB), Z2, Z5 \
+	VFMADD213PS.BCST rowc<>+100(SB), Z2, Z5 \
+	VFMADD213PS.BCST rowc<>+104(SB), Z2, Z5 \
+	VFMADD213PS Z7, Z2, Z5 \
+	VMULPS Z5, Z1, Z5 \
+	VADDPS Z5, Z5, Z5 \
+	VMAXPS Z22, Z24, Z0 \
+	VADDPS Z0, Z5, Z5
+
+// func softplus512(dst, x *float32, n int)
+TEXT ·softplus512(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), DX
+	EXPCONST
+	VPXORD Z15, Z15, Z15
+	VPXORD Z22, Z22, Z22
+	VPBROADCASTD rowc<>+68(SB), Z19
+	VBROADCASTSS rowc<>+80(SB), Z21
+	MOVQ DX, BX
+	SHRQ $4, BX
+	JZ   sptail
+sploop:
+	VMOVUPS (SI), Z24
+	SOFTPLUS16
+	VMOVUPS Z5, (DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ BX
+	JNZ  sploop
+sptail:
+	TAILMASK(DX)
+	KORTESTW K1, K1
+	JZ   spdone
+	VMOVUPS.Z (SI), K1, Z24
+	SOFTPLUS16
+	VMOVUPS Z5, K1, (DI)
+spdone:
+	VZEROUPPER
+	RET
