@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -26,10 +28,12 @@ func BenchmarkScore(b *testing.B) { benchScore(b, 96) }
 // BenchmarkScoreLong is the scoring benchmark sized for measurements:
 // 2048 e-mails (~500K tokens, ≥ 15 s per variant on one core), so model
 // load, tokenizer load and the pipeline's fill and drain are a few percent.
-// Run it with -count 3: every round runs all variants in turn, so 1 and 2
-// workers alternate under the same machine load.
+// ONECORE_BENCH_ROUNDS=3 runs 3 rounds of all variants in turn, so 1 and 2
+// workers alternate under the same machine load (-count would run each
+// variant 3 times in a row instead); the log (-v) ends with the ratios of
+// every round.
 //
-//	go test ./pipeline -run '^$' -bench 'BenchmarkScoreLong$' -benchtime 1x -count 3 -timeout 60m
+//	ONECORE_BENCH_ROUNDS=3 go test ./pipeline -run '^$' -bench 'BenchmarkScoreLong$' -benchtime 1x -timeout 60m -v
 func BenchmarkScoreLong(b *testing.B) { benchScore(b, 2048) }
 
 // benchScore measures, side by side in one process, on the default
@@ -49,6 +53,8 @@ func BenchmarkScoreLong(b *testing.B) { benchScore(b, 2048) }
 // everything but the engine workers' model code (reader, tokenizer,
 // collector, writer, scheduler, GC) as a percentage of the engine's CPU
 // time, and eng-busy = engine CPU time / (workers × wall).
+// ONECORE_BENCH_PROCS=N adds pipe-w2-procsN: two workers under GOMAXPROCS=N
+// (an experiment: plumbing goroutines with Ps of their own).
 func benchScore(b *testing.B, nDocs int) {
 	tmp := b.TempDir()
 	model := filepath.Join(tmp, "model")
@@ -120,10 +126,11 @@ func benchScore(b *testing.B, nDocs int) {
 			b.ReportMetric(float64(total)*float64(b.N)/b.Elapsed().Seconds(), "tok/s")
 		}
 	}
-	b.Run("engine", direct(1))
-	b.Run("engine-x2", direct(2))
-	for _, w := range []int{1, 2} {
-		b.Run(fmt.Sprintf("pipe-w%d", w), func(b *testing.B) {
+	pipe := func(w, procs int) func(b *testing.B) {
+		return func(b *testing.B) {
+			if procs > 0 {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			}
 			var toks int64
 			var eng, plumb float64
 			for range b.N {
@@ -151,7 +158,38 @@ func benchScore(b *testing.B, nDocs int) {
 			b.ReportMetric(float64(toks)/wall, "tok/s")
 			b.ReportMetric(100*plumb/eng, "plumb-%")
 			b.ReportMetric(eng/wall/float64(w), "eng-busy")
-		})
+		}
+	}
+	type variant struct {
+		name string
+		f    func(b *testing.B)
+	}
+	variants := []variant{{"engine", direct(1)}, {"engine-x2", direct(2)}, {"pipe-w1", pipe(1, 0)}, {"pipe-w2", pipe(2, 0)}}
+	if p, _ := strconv.Atoi(os.Getenv("ONECORE_BENCH_PROCS")); p > 0 {
+		variants = append(variants, variant{fmt.Sprintf("pipe-w2-procs%d", p), pipe(2, p)})
+	}
+	rounds := 1
+	if n, _ := strconv.Atoi(os.Getenv("ONECORE_BENCH_ROUNDS")); n > 1 {
+		rounds = n
+	}
+	var lines []string
+	for r := range rounds {
+		rate := map[string]float64{}
+		for _, v := range variants {
+			b.Run(v.name, func(b *testing.B) {
+				v.f(b)
+				rate[v.name] = float64(total) * float64(b.N) / b.Elapsed().Seconds()
+			})
+		}
+		line := fmt.Sprintf("round %d: pipe-w1/engine %.3f, pipe-w2/pipe-w1 %.3f, engine-x2/engine %.3f", r+1,
+			rate["pipe-w1"]/rate["engine"], rate["pipe-w2"]/rate["pipe-w1"], rate["engine-x2"]/rate["engine"])
+		for _, v := range variants[4:] {
+			line += fmt.Sprintf(", %s/pipe-w1 %.3f", v.name, rate[v.name]/rate["pipe-w1"])
+		}
+		lines = append(lines, line)
+	}
+	for _, l := range lines {
+		b.Log(l)
 	}
 }
 
