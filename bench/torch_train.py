@@ -42,7 +42,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", help="config JSON (default: the DESIGN defaults, dense-3m)")
     ap.add_argument("--moe", action="store_true", help="MoE variant: experts on layers 0,3,5")
-    ap.add_argument("--batch", type=int, default=8, help="windows per step (default 8, as train's BenchmarkTrainStep)")
+    ap.add_argument("--batch", type=int, default=16,
+                    help="windows per step (default 16 × 256 tokens, as train's BenchmarkTrainStepDense/MoE)")
     ap.add_argument("--seq", type=int, default=256, help="tokens per window (default 256)")
     ap.add_argument("--negatives", type=int, default=512, help="sampled-softmax negatives (default 512)")
     ap.add_argument("--full-softmax", action="store_true", help="full-vocabulary cross-entropy instead")

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"path/filepath"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -178,9 +177,8 @@ func (e *EngineModel) StopIDs() []int32 {
 }
 
 type engineWorker struct {
-	m    *EngineModel
-	in   *engine.Instance
-	mask []bool // vocabulary mask (true: never generated)
+	m  *EngineModel
+	in *engine.Instance
 }
 
 func (w *engineWorker) Forward(docs [][]int32, want Want) ([]Output, error) {
@@ -195,135 +193,83 @@ func (w *engineWorker) Forward(docs [][]int32, want Want) ([]Output, error) {
 	return out, nil
 }
 
-// Generate decodes greedily. Unconstrained, it uses the engine's batched
-// decoder and then one prefill over prompt+answer for the answer's
-// log-prob. Constrained (opt.Allow), each step is a prefill that reads the
-// last position's logits and picks the best allowed id — slower, but exact.
+// Generate decodes greedily with the engine's batched decoder: one packed
+// prefill of the prompts, then one incremental step per generated token,
+// constrained by opt.Allow when set (the decoder applies it after the
+// vocabulary mask). The log-probs come from one batched prefill over
+// prompt+answer afterwards: the decoder reports constrained log-probs
+// (renormalised over the allowed ids), but answer_logprob is the model's
+// log-prob of the answer under the vocabulary mask alone, in every mode.
 func (w *engineWorker) Generate(prompts [][]int32, opt GenOptions) ([]Generation, error) {
 	stops := map[int32]bool{}
 	for _, s := range w.m.StopIDs() {
 		stops[s] = true
 	}
+	reqs := make([]engine.Request, len(prompts))
+	for i, p := range prompts {
+		reqs[i] = engine.Request{Prompt: p, MaxNew: opt.MaxNew, StopIDs: w.m.StopIDs()}
+		if opt.Allow != nil {
+			reqs[i].Allow = func(gen []int32) []int32 { return opt.Allow(i, gen) }
+		}
+	}
+	dec := w.in.NewDecoder()
+	ids, err := dec.AddMany(reqs)
+	if err != nil {
+		return nil, err
+	}
+	index := make(map[int]int, len(ids))
+	for i, id := range ids {
+		index[id] = i
+	}
 	gens := make([]Generation, len(prompts))
-	if opt.Allow == nil {
-		stopTok := make([]int32, len(prompts))
-		dec := w.in.NewDecoder()
-		ids := make(map[int]int, len(prompts))
-		for i, p := range prompts {
-			id, err := dec.Add(engine.Request{Prompt: p, MaxNew: opt.MaxNew, StopIDs: w.m.StopIDs()})
-			if err != nil {
-				return nil, err
-			}
-			ids[id] = i
-		}
-		for dec.Active() > 0 {
-			for _, t := range dec.Step() {
-				g := &gens[ids[t.Seq]]
-				if stops[t.Token] {
-					g.Stopped = true
-					stopTok[ids[t.Seq]] = t.Token
-				} else {
-					g.Tokens = append(g.Tokens, t.Token)
-				}
+	stopTok := make([]int32, len(prompts))
+	for dec.Active() > 0 {
+		for _, t := range dec.Step() {
+			i := index[t.Seq]
+			switch {
+			case t.Token < 0: // nothing allowed: ends without a token
+			case stops[t.Token]:
+				gens[i].Stopped, stopTok[i] = true, t.Token
+			default:
+				gens[i].Tokens = append(gens[i].Tokens, t.Token)
 			}
 		}
-		return gens, w.answerLogProbs(prompts, gens, stopTok)
 	}
-	active := make([]int, len(prompts))
-	for i := range active {
-		active[i] = i
-	}
-	for step := 0; step < opt.MaxNew && len(active) > 0; step++ {
-		seqs := make([][]int32, len(active))
-		for k, i := range active {
-			seqs[k] = concat(prompts[i], gens[i].Tokens)
-		}
-		res, err := w.in.Prefill(seqs, engine.Want{Logits: engine.LogitsLast})
-		if err != nil {
-			return nil, err
-		}
-		next := active[:0]
-		for k, i := range active {
-			allowed := opt.Allow(i, gens[i].Tokens)
-			if len(allowed) == 0 {
-				continue
-			}
-			logits := res[k].Logits
-			w.applyMask(logits)
-			lse := logSumExp(logits)
-			best := int32(-1)
-			for _, id := range allowed {
-				if int(id) < len(logits) && !math.IsInf(float64(logits[id]), -1) && (best < 0 || logits[id] > logits[best] || logits[id] == logits[best] && id < best) {
-					best = id
-				}
-			}
-			if best < 0 {
-				continue
-			}
-			gens[i].LogProb += logits[best] - lse
-			if stops[best] {
-				gens[i].Stopped = true
-				continue
-			}
-			gens[i].Tokens = append(gens[i].Tokens, best)
-			next = append(next, i)
-		}
-		active = next
-	}
-	return gens, nil
+	return gens, w.answerLogProbs(prompts, gens, stopTok)
 }
 
 // answerLogProbs fills each generation's log-prob (answer tokens, plus the
 // stop token when one ended it) with one batched prefill, under the
-// vocabulary mask the decoder sampled with.
+// vocabulary mask the decoder sampled with. An empty answer that no stop
+// token ended (nothing was allowed) has log-prob 0 and is not scored.
 func (w *engineWorker) answerLogProbs(prompts [][]int32, gens []Generation, stop []int32) error {
-	seqs := make([][]int32, len(prompts))
+	var seqs [][]int32
+	var idx []int
 	for i, p := range prompts {
-		seqs[i] = concat(p, gens[i].Tokens)
-		if gens[i].Stopped {
-			seqs[i] = append(seqs[i], stop[i])
+		if len(gens[i].Tokens) == 0 && !gens[i].Stopped {
+			continue
 		}
+		seq := concat(p, gens[i].Tokens)
+		if gens[i].Stopped {
+			seq = append(seq, stop[i])
+		}
+		seqs, idx = append(seqs, seq), append(idx, i)
+	}
+	if len(seqs) == 0 {
+		return nil
 	}
 	res, err := w.in.Prefill(seqs, engine.Want{LogProbs: true, MaskVocab: true})
 	if err != nil {
 		return err
 	}
-	for i, p := range prompts {
+	for k, i := range idx {
 		var s float32
-		for _, v := range res[i].LogProbs[len(p)-1:] {
+		for _, v := range res[k].LogProbs[len(prompts[i])-1:] {
 			s += v
 		}
 		gens[i].LogProb = s
 	}
 	return nil
-}
-
-func (w *engineWorker) applyMask(logits []float32) {
-	if w.mask == nil {
-		w.mask = make([]bool, len(logits))
-		for _, id := range w.m.Gen.VocabMask {
-			if int(id) < len(w.mask) {
-				w.mask[id] = true
-			}
-		}
-	}
-	for id, m := range w.mask {
-		if m {
-			logits[id] = float32(math.Inf(-1))
-		}
-	}
-}
-
-func logSumExp(x []float32) float32 {
-	m := float32(math.Inf(-1))
-	for _, v := range x {
-		m = max(m, v)
-	}
-	var s float64
-	for _, v := range x {
-		s += math.Exp(float64(v - m))
-	}
-	return m + float32(math.Log(s))
 }
 
 func (w *engineWorker) Close() error { return nil }

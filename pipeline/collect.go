@@ -53,6 +53,15 @@ func (r *runner) collect(in <-chan event, fail func(error)) error {
 		r.abort(sr)
 		delete(open, sr)
 	}
+	// settle finalizes sr if its last row is in, and forgets it once it
+	// is finished (or dropped).
+	settle := func(sr *shardRun) {
+		if err := r.maybeFinish(sr); err != nil {
+			failed(sr, err)
+		} else if sr.w == nil {
+			delete(open, sr)
+		}
+	}
 	for ev := range in {
 		t0 := time.Now()
 		switch {
@@ -86,29 +95,19 @@ func (r *runner) collect(in <-chan event, fail func(error)) error {
 					break
 				}
 			}
-			if err := r.maybeFinish(sr); err != nil {
-				failed(sr, err)
-				break
-			}
-			if sr.w == nil {
-				delete(open, sr)
-			}
-		case ev.item != nil:
-			sr := ev.item.shard
-			if sr.dead {
-				break
-			}
-			sr.pending[ev.item.seq] = ev.item
-			if err := r.drain(sr); err != nil {
-				failed(sr, err)
-				break
-			}
-			if err := r.maybeFinish(sr); err != nil {
-				failed(sr, err)
-				break
-			}
-			if sr.w == nil {
-				delete(open, sr)
+			settle(sr)
+		default:
+			for _, it := range ev.items {
+				sr := it.shard
+				if sr.dead {
+					continue
+				}
+				sr.pending[it.seq] = it
+				if err := r.drain(sr); err != nil {
+					failed(sr, err)
+					continue
+				}
+				settle(sr)
 			}
 		}
 		r.st.addBusy(stWrite, t0)

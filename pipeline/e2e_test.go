@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -66,7 +67,8 @@ func writeShards(t testing.TB, dir string, docs []genDoc, nShards int) {
 func jsonlLines(docs []genDoc) []string {
 	var lines []string
 	for _, d := range docs {
-		lines = append(lines, fmt.Sprintf(`{"id":%q,"text":%q,"url":%q}`, d.id, d.text, d.url))
+		b, _ := json.Marshal(map[string]string{"id": d.id, "text": d.text, "url": d.url})
+		lines = append(lines, string(b))
 	}
 	return lines
 }

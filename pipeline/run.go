@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,12 +72,22 @@ func (it *item) cost() int {
 	return n
 }
 
-// event is what the collector receives: a shard start or end, or an item.
+// event is what the collector receives: a shard start or end, or finished
+// items (a pack from an engine worker, or rejects), in any shard order.
 type event struct {
 	start *shardRun
 	end   *shardRun
-	item  *item
+	items []*item
 }
+
+// Documents travel between the reader, the tokenizer pool and the packer in
+// batches of up to batchDocs documents (or batchBytes of text): one channel
+// hand-off, and at most one goroutine wake-up, per batch instead of per
+// document, so the plumbing rarely takes a core away from an engine worker.
+const (
+	batchDocs  = 16
+	batchBytes = 256 << 10
+)
 
 // Run executes the job. It returns the summary and, on failure, an error;
 // an interrupted run (ctx cancelled) returns a summary with Interrupted set
@@ -105,9 +116,13 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		return nil, err
 	}
 	start := time.Now()
+	cpu0, cpuOK := processCPU()
 	stopProgress := r.startProgress()
 	err = r.execute(ctx)
 	stopProgress()
+	if cpu1, ok := processCPU(); ok && cpuOK {
+		r.st.processCPU = cpu1 - cpu0
+	}
 	r.sum.finish(time.Since(start), &r.st)
 	if err != nil {
 		return r.sum, err
@@ -219,6 +234,8 @@ type stats struct {
 	textSeen                          atomic.Int64          // text bytes collected
 	locked, doneMeanwhile             atomic.Int64          // shards skipped at claim time
 	busy                              [nStages]atomic.Int64 // nanoseconds
+	engineCPU                         atomic.Int64          // engine workers' thread CPU time, nanoseconds
+	processCPU                        time.Duration         // the whole process during execute (0: unknown)
 }
 
 const (
@@ -333,17 +350,17 @@ func (r *runner) execute(ctx context.Context) error {
 	}
 
 	w := r.cfg.Workers
-	tokCh := make(chan *item, 4*w)
-	packIn := make(chan *item, 4*w)
-	engCh := make(chan []*item, w)
-	collCh := make(chan event, 16*w)
+	tokCh := make(chan []*item, r.cfg.TokWorkers)
+	packIn := make(chan []*item, r.cfg.TokWorkers)
+	engCh := make(chan []*item, 2*w)
+	collCh := make(chan event, 4*w)
 
 	var producers sync.WaitGroup // everything that sends to collCh
 	producers.Add(1)
 	go func() { // reader
 		defer producers.Done()
 		defer close(tokCh)
-		r.read(ctx, tokCh, collCh, fail)
+		stage(ctx, "read", func() { r.read(ctx, tokCh, collCh, fail) })
 	}()
 
 	var tokWG sync.WaitGroup
@@ -353,14 +370,14 @@ func (r *runner) execute(ctx context.Context) error {
 		go func() {
 			defer tokWG.Done()
 			defer producers.Done()
-			r.tokenize(tokCh, packIn, collCh, fail)
+			stage(ctx, "tokenize", func() { r.tokenize(tokCh, packIn, collCh) })
 		}()
 	}
 	go func() { tokWG.Wait(); close(packIn) }()
 
 	go func() { // packer
 		defer close(engCh)
-		r.pack(packIn, engCh)
+		stage(ctx, "pack", func() { r.pack(packIn, engCh) })
 	}()
 
 	ready := make(chan error, w)
@@ -368,7 +385,7 @@ func (r *runner) execute(ctx context.Context) error {
 		producers.Add(1)
 		go func() {
 			defer producers.Done()
-			r.engine(i, engCh, collCh, ready, fail)
+			stage(ctx, "engine", func() { r.engine(i, engCh, collCh, ready, fail) })
 		}()
 	}
 	for range w {
@@ -378,15 +395,32 @@ func (r *runner) execute(ctx context.Context) error {
 	}
 	go func() { producers.Wait(); close(collCh) }()
 
-	if err := r.collect(collCh, fail); err != nil {
-		fail(err)
-	}
+	stage(ctx, "collect", func() {
+		if err := r.collect(collCh, fail); err != nil {
+			fail(err)
+		}
+	})
 	return failure()
 }
 
-// read streams the work shards, one after another, into the tokenizer pool.
-func (r *runner) read(ctx context.Context, tokCh chan<- *item, collCh chan<- event, fail func(error)) {
+// stage runs f with the pprof label stage=name, so a CPU profile of a run
+// splits by stage (go tool pprof -tags).
+func stage(ctx context.Context, name string, f func()) {
+	pprof.Do(ctx, pprof.Labels("stage", name), func(context.Context) { f() })
+}
+
+// read streams the work shards, one after another, into the tokenizer pool
+// (in batches).
+func (r *runner) read(ctx context.Context, tokCh chan<- []*item, collCh chan<- event, fail func(error)) {
 	opts := ReadOptions{TextField: r.cfg.Job.TextField, IDField: r.cfg.Job.IDField, Keep: r.keepFields(), MaxDocBytes: r.cfg.Job.MaxDocBytes}
+	var batch []*item
+	text := 0
+	send := func() {
+		if len(batch) > 0 {
+			tokCh <- batch
+			batch, text = nil, 0
+		}
+	}
 	for _, sr := range r.work {
 		if ctx.Err() != nil {
 			return
@@ -419,7 +453,7 @@ func (r *runner) read(ctx context.Context, tokCh chan<- *item, collCh chan<- eve
 					it := &item{shard: sr, seq: seq, doc: Doc{File: rowErr.File, Row: rowErr.Row}, reject: rowErr.Reason}
 					seq++
 					r.st.addBusy(stRead, t0)
-					collCh <- event{item: it}
+					collCh <- event{items: []*item{it}}
 					t0 = time.Now()
 					continue
 				}
@@ -427,16 +461,20 @@ func (r *runner) read(ctx context.Context, tokCh chan<- *item, collCh chan<- eve
 					sr.fileErr = err
 					break
 				}
-				it := &item{shard: sr, seq: seq, doc: doc}
+				batch = append(batch, &item{shard: sr, seq: seq, doc: doc})
+				text += len(doc.Text)
 				seq++
 				crashPoint("read")
-				r.st.addBusy(stRead, t0)
-				tokCh <- it
-				t0 = time.Now()
+				if len(batch) >= batchDocs || text >= batchBytes {
+					r.st.addBusy(stRead, t0)
+					send()
+					t0 = time.Now()
+				}
 			}
 			rd.Close()
 		}
 		r.st.addBusy(stRead, t0)
+		send() // the shard's last documents go now, not with the next shard's
 		sr.total = seq
 		collCh <- event{end: sr}
 	}
@@ -457,52 +495,66 @@ func (r *runner) keepFields() []string {
 // document costs no more than a long one.
 const MaxBytesPerToken = 32
 
-// tokenize encodes documents, applies the truncation policy and prepares
-// the task's engine inputs.
-func (r *runner) tokenize(in <-chan *item, out chan<- *item, collCh chan<- event, fail func(error)) {
-	job := r.cfg.Job
-	limit := job.MaxTokens * MaxBytesPerToken
-	for it := range in {
+// tokenize encodes batches of documents, applies the truncation policy and
+// prepares the task's engine inputs.
+func (r *runner) tokenize(in <-chan []*item, out chan<- []*item, collCh chan<- event) {
+	for batch := range in {
 		t0 := time.Now()
-		text := it.doc.Text
-		it.textLen = len(text)
-		cut := false
-		if len(text) > limit {
-			text, cut = cutUTF8(text, limit), true
-		}
-		ids := r.cfg.Tokenizer.Encode(text)
-		switch {
-		case len(ids) == 0:
-			it.reject = "empty text (no tokens)"
-		case len(ids) > job.MaxTokens-1 || cut:
-			if job.Truncate == jobs.TruncateReject {
-				it.reject = fmt.Sprintf("document longer than max_tokens=%d (truncate: reject)", job.MaxTokens)
-				break
-			}
-			if len(ids) > job.MaxTokens-1 {
-				ids = ids[:job.MaxTokens-1]
-			}
-			it.truncated = true
-		}
-		if it.reject == "" {
-			it.tokens = append(append(make([]int32, 0, len(ids)+1), BOS), ids...)
-			if err := r.task.prepare(it, r.cfg.Tokenizer); err != nil {
-				it.reject = err.Error()
+		ok, rejected := batch[:0], []*item(nil)
+		for _, it := range batch {
+			r.tokenizeDoc(it)
+			it.doc.Text = "" // the text is not needed any more: keep memory flat
+			if it.reject != "" {
+				rejected = append(rejected, it)
+			} else {
+				ok = append(ok, it)
 			}
 		}
 		r.st.addBusy(stTokenize, t0)
-		if it.reject != "" {
-			it.doc.Text = ""
-			collCh <- event{item: it}
-			continue
+		if len(rejected) > 0 {
+			collCh <- event{items: rejected}
 		}
-		it.doc.Text = "" // the text is not needed any more: keep memory flat
-		out <- it
+		if len(ok) > 0 {
+			out <- ok
+		}
+	}
+}
+
+// tokenizeDoc sets it.tokens (or it.reject) and the task's engine inputs.
+func (r *runner) tokenizeDoc(it *item) {
+	job := r.cfg.Job
+	text := it.doc.Text
+	it.textLen = len(text)
+	cut := false
+	if limit := job.MaxTokens * MaxBytesPerToken; len(text) > limit {
+		text, cut = cutUTF8(text, limit), true
+	}
+	ids := r.cfg.Tokenizer.Encode(text)
+	switch {
+	case len(ids) == 0:
+		it.reject = "empty text (no tokens)"
+		return
+	case len(ids) > job.MaxTokens-1 || cut:
+		if job.Truncate == jobs.TruncateReject {
+			it.reject = fmt.Sprintf("document longer than max_tokens=%d (truncate: reject)", job.MaxTokens)
+			return
+		}
+		if len(ids) > job.MaxTokens-1 {
+			ids = ids[:job.MaxTokens-1]
+		}
+		it.truncated = true
+	}
+	it.tokens = append(append(make([]int32, 0, len(ids)+1), BOS), ids...)
+	if err := r.task.prepare(it, r.cfg.Tokenizer); err != nil {
+		it.reject = err.Error()
 	}
 }
 
 // cutUTF8 cuts s to at most n bytes without splitting a character.
 func cutUTF8(s string, n int) string {
+	if n >= len(s) {
+		return s
+	}
 	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
 		n--
 	}
@@ -511,18 +563,22 @@ func cutUTF8(s string, n int) string {
 
 // pack groups documents into packs of about PackTok tokens (several
 // 256-token blocks, so the engine's GEMMs have M ≥ 256).
-func (r *runner) pack(in <-chan *item, out chan<- []*item) {
+func (r *runner) pack(in <-chan []*item, out chan<- []*item) {
 	var cur []*item
 	n := 0
-	for it := range in {
+	for batch := range in {
 		t0 := time.Now()
-		cur = append(cur, it)
-		n += it.cost()
-		r.st.addBusy(stPack, t0)
-		if n >= r.cfg.PackTok {
-			out <- cur
-			cur, n = nil, 0
+		for _, it := range batch {
+			cur = append(cur, it)
+			n += it.cost()
+			if n >= r.cfg.PackTok {
+				r.st.addBusy(stPack, t0)
+				out <- cur
+				cur, n = nil, 0
+				t0 = time.Now()
+			}
 		}
+		r.st.addBusy(stPack, t0)
 	}
 	if len(cur) > 0 {
 		out <- cur
@@ -531,15 +587,20 @@ func (r *runner) pack(in <-chan *item, out chan<- []*item) {
 
 // engine is one worker: an engine instance on its own locked, pinned thread.
 func (r *runner) engine(i int, in <-chan []*item, collCh chan<- event, ready chan<- error, fail func(error)) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	if r.cfg.Pin {
-		// the i-th CPU this process may use, so each worker keeps its core
+		// The i-th CPU this process may use, so each worker keeps its own
+		// core. The goroutine stays locked to its thread until it exits,
+		// so the pinned thread ends with it: unlocked, it would go back to
+		// the runtime's pool still pinned and later run any goroutine
+		// (another run's worker, the tokenizer) on this one core.
 		cpus := engine.AllowedCPUs()
 		if err := engine.PinThread(cpus[i%len(cpus)]); err != nil {
 			r.cfg.Log.Warn("could not pin engine worker", "worker", i, "err", err)
 		}
-		runtime.UnlockOSThread() // PinThread locked once more; keep one lock
+	} else {
+		// Locked all the same: ThreadCPU differences need one thread.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
 	}
 	w, err := r.cfg.Model.NewWorker()
 	ready <- err
@@ -554,8 +615,9 @@ func (r *runner) engine(i int, in <-chan []*item, collCh chan<- event, ready cha
 		if broken {
 			continue
 		}
-		t0 := time.Now()
+		t0, c0 := time.Now(), engine.ThreadCPU()
 		err := r.task.run(w, r.cfg.Tokenizer, pack)
+		r.st.engineCPU.Add(int64(engine.ThreadCPU() - c0))
 		r.st.addBusy(stEngine, t0)
 		crashPoint("engine")
 		if err != nil {
@@ -565,7 +627,7 @@ func (r *runner) engine(i int, in <-chan []*item, collCh chan<- event, ready cha
 		}
 		for _, it := range pack {
 			it.seqs = nil
-			collCh <- event{item: it}
 		}
+		collCh <- event{items: pack}
 	}
 }

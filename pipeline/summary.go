@@ -31,10 +31,15 @@ type Summary struct {
 	// Previous totals the skipped, already finished shards (from their markers).
 	Previous Totals `json:"previous"`
 
-	WallS       float64            `json:"wall_s"`
-	TokPerS     float64            `json:"tok_per_s"`
-	DocsPerS    float64            `json:"docs_per_s"`
-	BusyS       map[string]float64 `json:"busy_s"` // per stage, summed over its goroutines
+	WallS    float64            `json:"wall_s"`
+	TokPerS  float64            `json:"tok_per_s"`
+	DocsPerS float64            `json:"docs_per_s"`
+	BusyS    map[string]float64 `json:"busy_s"` // per stage, summed over its goroutines
+	// CPUS is CPU time: "engine" (the workers' threads inside the model),
+	// "process" (every thread, GC included) and "plumbing" (the difference:
+	// reading, tokenizing, collecting, writing, scheduling, GC). Without
+	// "process" (unknown on this OS) only "engine" is given.
+	CPUS        map[string]float64 `json:"cpu_s"`
 	Interrupted bool               `json:"interrupted"`
 	Rejects     string             `json:"rejects,omitempty"` // where the rejects are
 }
@@ -75,6 +80,12 @@ func (s *Summary) finish(wall time.Duration, st *stats) {
 	s.BusyS = map[string]float64{}
 	for i, n := range stageNames {
 		s.BusyS[n] = time.Duration(st.busy[i].Load()).Seconds()
+	}
+	eng := time.Duration(st.engineCPU.Load())
+	s.CPUS = map[string]float64{"engine": eng.Seconds()}
+	if st.processCPU > 0 {
+		s.CPUS["process"] = st.processCPU.Seconds()
+		s.CPUS["plumbing"] = max(0, st.processCPU-eng).Seconds()
 	}
 }
 

@@ -25,18 +25,19 @@ const jsonlBufSize = 1 << 20
 const zstdMaxWindow = 1 << 27
 
 type jsonlSource struct {
-	path  string
-	opts  Options
-	f     *os.File
-	dec   io.Closer // decompressor, if any
-	br    *bufio.Reader
-	line  int64 // index of the next line
-	slots map[string]int
-	spans []span
-	long  []byte // assembles lines longer than the bufio buffer
-	buf   []byte // unescape scratch
-	key   []byte // key unescape scratch
-	eof   bool
+	path    string
+	opts    Options
+	f       *os.File
+	dec     io.Closer // decompressor, if any
+	br      *bufio.Reader
+	line    int64 // index of the next line
+	slots   map[string]int
+	spans   []span
+	long    []byte  // assembles lines longer than the bufio buffer
+	buf     []byte  // unescape scratch
+	key     []byte  // key unescape scratch
+	keepBuf []Value // Document.Keep, reused with Options.Borrow
+	eof     bool
 }
 
 // Slot numbers in jsonlSource.spans.
@@ -237,7 +238,7 @@ func (s *jsonlSource) parse(line []byte, row int64, doc *Document) error {
 	}
 	// passthrough
 	if len(s.opts.Keep) > 0 {
-		doc.Keep = make([]Value, len(s.opts.Keep))
+		doc.Keep = keepSlice(&s.keepBuf, len(s.opts.Keep), s.opts.Borrow)
 		for i, k := range s.opts.Keep {
 			ks := s.spans[s.slots[k]]
 			if ks.kind == kindMissing || ks.kind == kindNull {

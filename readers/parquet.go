@@ -47,6 +47,8 @@ type parquetSource struct {
 	row      int64 // file row of the next row
 	rowsRead int64
 	buf      []byte
+	keepVals [][][]parquet.Value // per keep column: its leaves' values of this row
+	keepBuf  []Value             // Document.Keep, reused with Options.Borrow
 }
 
 // keepColumn extracts one passthrough field.
@@ -206,7 +208,10 @@ func (s *parquetSource) next(doc *Document) (err error) {
 			return fail(err)
 		}
 	}
-	keepVals := make([][][]parquet.Value, len(s.keep))
+	if s.keepVals == nil {
+		s.keepVals = make([][][]parquet.Value, len(s.keep))
+	}
+	keepVals := s.keepVals
 	for k := range s.keep {
 		kc := &s.keep[k]
 		switch {
@@ -215,7 +220,7 @@ func (s *parquetSource) next(doc *Document) (err error) {
 			if err != nil {
 				return fail(err)
 			}
-			keepVals[k] = [][]parquet.Value{v}
+			keepVals[k] = append(keepVals[k][:0], v)
 		case kc.leaves != nil:
 			keepVals[k] = make([][]parquet.Value, len(kc.leaves))
 			for j, lc := range kc.leaves {
@@ -255,7 +260,7 @@ func (s *parquetSource) next(doc *Document) (err error) {
 		}
 	}
 	if len(s.keep) > 0 {
-		doc.Keep = make([]Value, len(s.keep))
+		doc.Keep = keepSlice(&s.keepBuf, len(s.keep), s.opts.Borrow)
 		for k := range s.keep {
 			kc := &s.keep[k]
 			switch {

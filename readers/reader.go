@@ -111,3 +111,17 @@ func (r *Reader) Close() error { return r.src.close() }
 func defaultID(file string, row int64) string {
 	return file + ":" + strconv.FormatInt(row, 10)
 }
+
+// keepSlice returns a zeroed Keep slice of n values: buf's, reused, when
+// the caller borrows (Options.Borrow), a new one otherwise.
+func keepSlice(buf *[]Value, n int, borrow bool) []Value {
+	if !borrow {
+		return make([]Value, n)
+	}
+	if cap(*buf) < n {
+		*buf = make([]Value, n)
+	}
+	b := (*buf)[:n]
+	clear(b)
+	return b
+}

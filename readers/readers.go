@@ -80,10 +80,10 @@ type Options struct {
 	MaxDocBytes int64
 	UTF8        UTF8Policy
 	// Borrow makes the strings of a Document (ID, Text, Keep) alias the
-	// reader's buffers instead of copying them: they are valid only until
-	// the next call to Next. For callers that copy a document away at once
-	// (into an Arrow builder, say); it saves an allocation and a copy of
-	// every text.
+	// reader's buffers instead of copying them, and reuses the Keep slice:
+	// they are valid only until the next call to Next. For callers that
+	// copy a document away at once (into an Arrow builder, say); it saves
+	// allocations and a copy of every text.
 	Borrow bool
 }
 

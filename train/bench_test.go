@@ -49,20 +49,24 @@ func benchStep(b *testing.B, c *Config, rows, rowLen, nNeg int) {
 	b.ReportMetric(float64(b.N*len(ids))/(cpuSeconds()-cpu0), "tok/cpu-s")
 }
 
-// BenchmarkTrainStepDense: bench/torch_train.py --batch 4 --seq 1024 --negatives 1024.
+// BenchmarkTrainStepDense is the side-by-side shape (bench/side_by_side.sh
+// train; bench/torch_train.py defaults): 16 windows × 256 tokens, 512
+// negatives, as `onecore train pretrain --batch 16 --seq-len 256`.
 func BenchmarkTrainStepDense(b *testing.B) {
+	c := DefaultConfig()
+	benchStep(b, &c, 16, 256, 512)
+}
+
+// BenchmarkTrainStepDense1024: bench/torch_train.py --batch 4 --seq 1024
+// --negatives 1024 (SWA chunks see the previous chunk's keys).
+func BenchmarkTrainStepDense1024(b *testing.B) {
 	c := DefaultConfig()
 	benchStep(b, &c, 4, 1024, 1024)
 }
 
-// BenchmarkTrainStepDense256: bench/torch_train.py defaults (8 × 256, 512 negatives).
-func BenchmarkTrainStepDense256(b *testing.B) {
-	c := DefaultConfig()
-	benchStep(b, &c, 8, 256, 512)
-}
-
+// BenchmarkTrainStepMoE: bench/torch_train.py --moe (16 × 256, 512 negatives).
 func BenchmarkTrainStepMoE(b *testing.B) {
 	c := DefaultConfig()
 	c.MoELayers = []int{0, 3, 5}
-	benchStep(b, &c, 4, 1024, 1024)
+	benchStep(b, &c, 16, 256, 512)
 }

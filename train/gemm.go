@@ -165,3 +165,44 @@ func transposeBF(dst, src []amx.BF16, r, c int) {
 		}
 	}
 }
+
+// gemmABt3 computes C (m×n) = A·Bᵀ (A m×k, B n×k, both row-major) to about
+// fp32 precision on the bf16 kernels: each operand is split into a bf16
+// high part and a bf16 remainder, and one GEMM over the concatenated inner
+// dimension [a_hi a_lo a_hi]·[b_hi b_hi b_lo]ᵀ adds the three significant
+// cross products. The linear-attention scores need it: rounded to bf16, q
+// and k lose the cancellation in q·k that the decayed sums amplify.
+func gemmABt3[T Float](ws *workspace, m, k, n int, a, b, c []T) {
+	a32, ok := any(a).([]float32)
+	if !ok || m == 0 || n == 0 || k == 0 {
+		gemm(ws, m, k, n, a, false, b, true, c, false)
+		return
+	}
+	k3 := 3 * k
+	ws.abf = growBF(ws.abf, m*k3)
+	ws.bbf = growBF(ws.bbf, n*k3)
+	split3(ws.abf, a32[:m*k], k, false)
+	split3(ws.bbf, any(b).([]float32)[:n*k], k, true)
+	amx.PackTransposedFor(ws.kernel, &ws.packed, k3, n, ws.bbf, k3)
+	ws.ep = amx.Epilogue{}
+	amx.MatMul(m, ws.abf, k3, &ws.packed, any(c).([]float32), n, &ws.ep)
+}
+
+// split3 writes each k-row x of src as [hi lo hi] (loLast false) or
+// [hi hi lo] (true) into dst (rows of 3k), hi = bf16(x), lo = bf16(x−hi).
+func split3(dst []amx.BF16, src []float32, k int, loLast bool) {
+	for r := 0; r < len(src)/k; r++ {
+		x := src[r*k : (r+1)*k]
+		d := dst[r*3*k : (r+1)*3*k]
+		hi, mid, last := d[:k], d[k:2*k], d[2*k:]
+		amx.ToBF16(hi, x)
+		for i, v := range x {
+			lo := amx.FromFloat32(v - hi[i].Float32())
+			if loLast {
+				mid[i], last[i] = hi[i], lo
+			} else {
+				mid[i], last[i] = lo, hi[i]
+			}
+		}
+	}
+}

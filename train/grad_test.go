@@ -105,6 +105,9 @@ func TestGradFiniteDifferences(t *testing.T) {
 			p := randomParams64(c, 7)
 			m := NewModel(c, p)
 			m.AuxCoef = 0.5
+			// linear-attention chunks of 2 (decay sub-blocks of 1): the
+			// documents span first, middle and last chunks
+			m.linChunk, m.linSub = 2, 1
 			logq := make([]float64, c.VocabSize)
 			for i := range logq {
 				logq[i] = math.Log(float64(i+1) / float64(c.VocabSize*(c.VocabSize+1)/2))
@@ -168,7 +171,17 @@ func TestGradFloat32MatchesFloat64(t *testing.T) {
 	ids[0], ids[20], ids[rowLen+30] = bosID, bosID, bosID
 	targets := make([]int32, len(ids))
 	Targets(ids, rowLen, targets, nil)
-	for _, moe := range []bool{false, true} {
+	negs := make([]int32, 40)
+	nrng := rand.New(rand.NewPCG(5, 5))
+	for i := range negs {
+		negs[i] = int32(nrng.IntN(259))
+	}
+	logq := make([]float64, 259)
+	for i := range logq {
+		logq[i] = -math.Log(259) + 0.01*float64(i%7)
+	}
+	for _, tc := range []struct{ moe, sampled bool }{{false, false}, {true, false}, {false, true}} {
+		moe := tc.moe
 		c := smallConfig()
 		if moe {
 			c.MoELayers = []int{0, 2}
@@ -188,9 +201,21 @@ func TestGradFloat32MatchesFloat64(t *testing.T) {
 		}
 		m64, m32 := NewModel(c, p64), NewModel(c, p32)
 		m64.AuxCoef, m32.AuxCoef = 0.1, 0.1
-		_, _, d64 := FullCE(m64, m64.Forward(ids, rowLen), targets, true)
+		m64.linChunk, m64.linSub, m32.linChunk, m32.linSub = 16, 4, 16, 4
+		var l64, l32 float64
+		var d64 []float64
+		var d32 []float32
+		if tc.sampled { // the float32 loss runs amx.SoftmaxRow
+			l64, _, d64 = SampledSoftmax(m64, m64.Forward(ids, rowLen), targets, negs, logq)
+			l32, _, d32 = SampledSoftmax(m32, m32.Forward(ids, rowLen), targets, negs, logq)
+		} else {
+			l64, _, d64 = FullCE(m64, m64.Forward(ids, rowLen), targets, true)
+			l32, _, d32 = FullCE(m32, m32.Forward(ids, rowLen), targets, true)
+		}
+		if math.Abs(l32-l64) > 0.01*math.Abs(l64) {
+			t.Errorf("%+v: float32 loss %.6g, float64 %.6g", tc, l32, l64)
+		}
 		m64.Backward(d64)
-		_, _, d32 := FullCE(m32, m32.Forward(ids, rowLen), targets, true)
 		m32.Backward(d32)
 		for _, s := range p64.Specs {
 			g64, g32 := p64.G(s.Name), p32.G(s.Name)
@@ -206,7 +231,7 @@ func TestGradFloat32MatchesFloat64(t *testing.T) {
 				tol = 0.15
 			}
 			if rel := math.Sqrt(num / math.Max(den, 1e-30)); rel > tol {
-				t.Errorf("moe=%v %s: float32 gradient differs by %.3g from float64", moe, s.Name, rel)
+				t.Errorf("%+v %s: float32 gradient differs by %.3g from float64", tc, s.Name, rel)
 			}
 		}
 	}

@@ -7,12 +7,103 @@ func softplus(z float64) float64 { return math.Max(z, 0) + math.Log1p(math.Exp(-
 
 func sigmoid(z float64) float64 { return 1 / (1 + math.Exp(-z)) }
 
+// Default chunking of the linear attention (the engine's prefill uses the
+// same chunk length): chunks of linChunk positions counted from each
+// document start; the intra-chunk decay matrix is built from sub-blocks of
+// linSub positions (see decayMatrix).
+const (
+	defaultLinChunk = 64
+	defaultLinSub   = 16
+)
+
+// linChunkSpan is one chunk [c0, c1) of the linear attention. first: c0
+// starts a document (no state comes in); last: the document ends at c1 (no
+// state goes out).
+type linChunkSpan struct {
+	c0, c1      int
+	first, last bool
+}
+
+// linChunks lists the chunks of the current stream.
+func (m *Model[T]) linChunks(dst []linChunkSpan) []linChunkSpan {
+	C := m.linChunk
+	dst = dst[:0]
+	for t := 0; t < m.n; {
+		s := int(m.start[t])
+		c1 := t + 1
+		for c1 < m.n && int(m.start[c1]) == s && (c1-s)%C != 0 {
+			c1++
+		}
+		dst = append(dst, linChunkSpan{t, c1, t == s, c1 == m.n || int(m.start[c1]) == c1})
+		t = c1
+	}
+	return dst
+}
+
+func expT[T Float](x T) T { return T(math.Exp(float64(x))) }
+
+// cumDecay fills L[i] (i < c1−c0) with the cumulative log-decay
+// Σ_{t=c0..c0+i} a_t of head h, a_t = −softplus(z_t). In a document's first
+// chunk a_{c0} is left out: the state is reset before the <bos> update, so
+// its decay multiplies nothing (and its gradient is exactly 0).
+func cumDecay[T Float](L, z []T, ch linChunkSpan, h, H int) []T {
+	L = L[:ch.c1-ch.c0]
+	var s float64
+	for i := range L {
+		if i > 0 || !ch.first {
+			s -= softplus(float64(z[(ch.c0+i)*H+h]))
+		}
+		L[i] = T(s)
+	}
+	return L
+}
+
+// decayMatrix writes M[i][j] = e^(L_i−L_j) for j ≤ i, 0 above the diagonal
+// (n×n, row-major). Within a sub-block of sub positions it is one exp per
+// pair; across sub-blocks it is the product of two factors ≤ 1 through the
+// later block's first position b, e^(L_i−L_b)·e^(L_b−L_j): every exponent is
+// ≤ 0, so nothing overflows however strong the decay, and a 64-chunk costs
+// ~700 exps instead of 2080. w is scratch of n elements.
+func decayMatrix[T Float](M, L, w []T, n, sub int) {
+	for i := 0; i < n; i++ {
+		b := i - i%sub
+		if i == b {
+			for j := 0; j < b; j++ {
+				w[j] = expT(L[b] - L[j])
+			}
+		}
+		row := M[i*n : (i+1)*n]
+		ui := expT(L[i] - L[b])
+		for j, wj := range w[:b] {
+			row[j] = ui * wj
+		}
+		for j := b; j <= i; j++ {
+			row[j] = expT(L[i] - L[j])
+		}
+		clear(row[i+1:])
+	}
+}
+
+// scatterHead copies src (contiguous rows) into the head columns of x.
+func scatterHead[T Float](x, src []T, r0, r1, ld, h, hd int) {
+	for r := r0; r < r1; r++ {
+		copy(x[r*ld+h*hd:r*ld+(h+1)*hd], src[(r-r0)*hd:(r-r0+1)*hd])
+	}
+}
+
 // linFwd: log-decay linear attention, S_t = exp(a_t)·S_{t−1} + k_t v_tᵀ with
 // S reset at each document start, o_t = (q_t/√d_state)ᵀ S_t, per-head
-// RMSNorm, output projection. Training uses the exact recurrence.
+// RMSNorm, output projection. It runs the chunked form (DESIGN §2), per
+// head and chunk, with q' = q/√d_state, L the cumulative log-decay in the
+// chunk and M = [e^(L_i−L_j)]_{i≥j}:
+//
+//	O = (Q'·Kᵀ ⊙ M)·V + e^L ⊙ (Q'·S_prev)
+//	S = e^(L_last)·S_prev + (K ⊙ e^(L_last−L))ᵀ·V
+//
+// and keeps every chunk's incoming state for the backward pass.
 func (m *Model[T]) linFwd(lc *layerCache[T], pre string, out []T) {
 	c := m.Cfg
-	N, D, H, ds, dv := m.n, c.DModel, c.LinHeads, c.DState, c.LinHeadDim
+	N, H, ds, dv := m.n, c.LinHeads, c.DState, c.LinHeadDim
 	HK, HV := H*ds, H*dv
 	lc.q = grow(lc.q, N*HK)
 	lc.k = grow(lc.k, N*HK)
@@ -21,29 +112,58 @@ func (m *Model[T]) linFwd(lc *layerCache[T], pre string, out []T) {
 	lc.o = grow(lc.o, N*HV)
 	lc.on = grow(lc.on, N*HV)
 	lc.ro = grow(lc.ro, N*H)
-	gemmShared(m.ws, N, D, lc.n1, false,
-		gemmOp[T]{m.P.W(pre + "lin.wq"), false, HK, lc.q, false},
-		gemmOp[T]{m.P.W(pre + "lin.wk"), false, HK, lc.k, false},
-		gemmOp[T]{m.P.W(pre + "lin.wv"), false, HV, lc.v, false})
+	m.projQKV(lc, pre, []string{"lin.wq", "lin.wk", "lin.wv"}, lc.q, lc.k, lc.v)
 	linDecayLogits(m, lc.n1, m.P.W(pre+"lin.wa"), m.P.W(pre+"lin.ba"), lc.z)
+	lc.lch = m.linChunks(lc.lch)
+	SS := ds * dv
+	lc.sprev = grow(lc.sprev, len(lc.lch)*H*SS)
+	C := m.linChunk
 	qs := T(1 / math.Sqrt(float64(ds)))
-	S := m.buf("lin.S", ds*dv)
+	S := m.bufRaw("lin.S", SS)
+	qh := m.bufRaw("lin.qh", C*ds)
+	kh := m.bufRaw("lin.kh", C*ds)
+	vh := m.bufRaw("lin.vh", C*dv)
+	oh := m.bufRaw("lin.oh", C*dv)
+	tmp := m.bufRaw("lin.tmp", C*max(ds, dv))
+	A := m.bufRaw("lin.A", C*C)
+	M := m.bufRaw("lin.M", C*C)
+	L := m.bufRaw("lin.L", C)
+	w := m.bufRaw("lin.w", C)
 	for h := 0; h < H; h++ {
-		for t := 0; t < N; t++ {
-			if int(m.start[t]) == t {
+		for ci, ch := range lc.lch {
+			n := ch.c1 - ch.c0
+			if ch.first {
 				clear(S)
-			} else {
-				scale(T(math.Exp(-softplus(float64(lc.z[t*H+h])))), S)
 			}
-			kt := lc.k[t*HK+h*ds : t*HK+(h+1)*ds]
-			vt := lc.v[t*HV+h*dv : t*HV+(h+1)*dv]
-			qt := lc.q[t*HK+h*ds : t*HK+(h+1)*ds]
-			ot := lc.o[t*HV+h*dv : t*HV+(h+1)*dv]
-			clear(ot)
-			for i := 0; i < ds; i++ {
-				row := S[i*dv : (i+1)*dv]
-				axpy(kt[i], vt, row)
-				axpy(qt[i]*qs, row, ot)
+			copy(lc.sprev[(ci*H+h)*SS:(ci*H+h+1)*SS], S)
+			qh = gatherHead(qh[:cap(qh)], lc.q, ch.c0, ch.c1, HK, h, ds)
+			scale(qs, qh)
+			kh = gatherHead(kh[:cap(kh)], lc.k, ch.c0, ch.c1, HK, h, ds)
+			vh = gatherHead(vh[:cap(vh)], lc.v, ch.c0, ch.c1, HV, h, dv)
+			L = cumDecay(L[:cap(L)], lc.z, ch, h, H)
+			decayMatrix(M, L, w, n, m.linSub)
+			a := A[:n*n]
+			gemmABt3(m.ws, n, ds, n, qh, kh, a)
+			for i, mv := range M[:n*n] {
+				a[i] *= mv
+			}
+			o := oh[:n*dv]
+			gemm(m.ws, n, n, dv, a, false, vh, false, o, false)
+			if !ch.first {
+				t := tmp[:n*dv]
+				gemm(m.ws, n, ds, dv, qh, false, S, false, t, false)
+				for i := 0; i < n; i++ {
+					axpy(expT(L[i]), t[i*dv:(i+1)*dv], o[i*dv:(i+1)*dv])
+				}
+			}
+			scatterHead(lc.o, o, ch.c0, ch.c1, HV, h, dv)
+			if !ch.last {
+				Ln := L[n-1]
+				scale(expT(Ln), S)
+				for j := 0; j < n; j++ {
+					scale(expT(Ln-L[j]), kh[j*ds:(j+1)*ds])
+				}
+				gemm(m.ws, ds, n, dv, kh, true, vh, false, S, true)
 			}
 		}
 	}
@@ -55,7 +175,7 @@ func (m *Model[T]) linFwd(lc *layerCache[T], pre string, out []T) {
 			rmsnormFwd(lc.o[o:o+dv], gn[h*dv:(h+1)*dv], lc.on[o:o+dv], lc.ro[t*H+h:t*H+h+1], dv, eps)
 		}
 	}
-	gemm(m.ws, N, HV, D, lc.on, false, m.P.W(pre+"lin.wo"), false, out, false)
+	m.outProj(lc.on, HV, pre+"lin.wo", out)
 }
 
 // linDecayLogits computes z = x·wa + ba (N×H), in full precision: the decay
@@ -73,13 +193,23 @@ func linDecayLogits[T Float](m *Model[T], x, wa, ba, z []T) {
 	}
 }
 
+// linBwd differentiates the chunked form, per head, chunks in reverse with
+// dS = dL/dS at the chunk's end carried backwards. With A = Q'Kᵀ ⊙ M and
+// dA = dO·Vᵀ (lower triangle):
+//
+//	dV = Aᵀ·dO,  dQ' = (dA⊙M)·K,  dK = (dA⊙M)ᵀ·Q',  dL_i += Σ_j dA_ij A_ij, dL_j −= Σ_i dA_ij A_ij
+//	inter:  dQ'_i += e^(L_i)·(dO·S_prevᵀ)_i,  dL_i += e^(L_i)⟨dO_i, (Q'·S_prev)_i⟩,  dS_prev = (e^L⊙Q')ᵀ·dO
+//	state:  w_j = e^(L_last−L_j):  dK_j += w_j·(dS·v_j),  dV_j += w_j·(dSᵀk_j),
+//	        dL_j −= w_j⟨k_j, dS·v_j⟩ (and + to dL_last),  dS_prev += e^(L_last)·dS,
+//	        dL_last += e^(L_last)⟨S_prev, dS⟩
+//
+// and da_t = Σ_{i≥t} dL_i within the chunk, dz = −σ(z)·da.
 func (m *Model[T]) linBwd(lc *layerCache[T], pre string, dy, dx []T) {
 	c := m.Cfg
 	N, D, H, ds, dv := m.n, c.DModel, c.LinHeads, c.DState, c.LinHeadDim
 	HK, HV := H*ds, H*dv
-	gemm(m.ws, HV, N, D, lc.on, true, dy, false, m.P.G(pre+"lin.wo"), true)
 	don := m.bufRaw("lin.don", N*HV)
-	gemm(m.ws, N, D, HV, dy, false, m.P.W(pre+"lin.wo"), true, don, false)
+	m.outProjBwd(lc.on, HV, pre+"lin.wo", dy, don)
 	do := m.buf("lin.do", N*HV)
 	gn, dgn := m.P.W(pre+"lin.gn"), m.P.G(pre+"lin.gn")
 	for t := 0; t < N; t++ {
@@ -90,69 +220,118 @@ func (m *Model[T]) linBwd(lc *layerCache[T], pre string, dy, dx []T) {
 	}
 	dq := m.bufRaw("lin.dq", N*HK)
 	dk := m.bufRaw("lin.dk", N*HK)
-	dvv := m.buf("lin.dvv", N*HV)
-	dz := m.buf("lin.dz", N*H)
+	dvv := m.bufRaw("lin.dvv", N*HV)
+	dz := m.bufRaw("lin.dz", N*H)
+	SS := ds * dv
+	C := m.linChunk
 	qs := T(1 / math.Sqrt(float64(ds)))
-	St := m.bufRaw("lin.St", N*ds*dv) // every state of one head, recomputed
-	dS := m.buf("lin.dS", ds*dv)
-	ea := m.buf("lin.ea", N)
+	qh := m.bufRaw("lin.qh", C*ds)
+	kh := m.bufRaw("lin.kh", C*ds)
+	vh := m.bufRaw("lin.vh", C*dv)
+	doh := m.bufRaw("lin.doh", C*dv)
+	dqh := m.bufRaw("lin.dqh", C*ds)
+	dkh := m.bufRaw("lin.dkh", C*ds)
+	dvh := m.bufRaw("lin.dvh", C*dv)
+	t1 := m.bufRaw("lin.t1", C*max(ds, dv))
+	t2 := m.bufRaw("lin.t2", C*max(ds, dv))
+	A := m.bufRaw("lin.A", C*C)
+	dA := m.bufRaw("lin.dA", C*C)
+	M := m.bufRaw("lin.M", C*C)
+	L := m.bufRaw("lin.L", C)
+	dL := m.bufRaw("lin.dL", C)
+	eL := m.bufRaw("lin.eL", C)
+	w := m.bufRaw("lin.w", C)
+	dS := m.bufRaw("lin.dS", SS)
+	dSp := m.bufRaw("lin.dSp", SS)
 	for h := 0; h < H; h++ {
-		// recompute every state S_t of this head
-		for t := 0; t < N; t++ {
-			ea[t] = T(math.Exp(-softplus(float64(lc.z[t*H+h]))))
-			cur := St[t*ds*dv : (t+1)*ds*dv]
-			kt := lc.k[t*HK+h*ds : t*HK+(h+1)*ds]
-			vt := lc.v[t*HV+h*dv : t*HV+(h+1)*dv]
-			if int(m.start[t]) == t {
-				clear(cur)
-			} else {
-				copy(cur, St[(t-1)*ds*dv:t*ds*dv])
-				scale(ea[t], cur)
+		for ci := len(lc.lch) - 1; ci >= 0; ci-- {
+			ch := lc.lch[ci]
+			n := ch.c1 - ch.c0
+			Sprev := lc.sprev[(ci*H+h)*SS : (ci*H+h+1)*SS]
+			qh = gatherHead(qh[:cap(qh)], lc.q, ch.c0, ch.c1, HK, h, ds)
+			scale(qs, qh)
+			kh = gatherHead(kh[:cap(kh)], lc.k, ch.c0, ch.c1, HK, h, ds)
+			vh = gatherHead(vh[:cap(vh)], lc.v, ch.c0, ch.c1, HV, h, dv)
+			doh = gatherHead(doh[:cap(doh)], do, ch.c0, ch.c1, HV, h, dv)
+			L = cumDecay(L[:cap(L)], lc.z, ch, h, H)
+			decayMatrix(M, L, w, n, m.linSub)
+			a, da := A[:n*n], dA[:n*n]
+			gemmABt3(m.ws, n, ds, n, qh, kh, a)
+			for i, mv := range M[:n*n] {
+				a[i] *= mv
 			}
-			for i := 0; i < ds; i++ {
-				axpy(kt[i], vt, cur[i*dv:(i+1)*dv])
+			gemm(m.ws, n, dv, n, doh, false, vh, true, da, false)
+			gemm(m.ws, n, n, dv, a, true, doh, false, dvh[:n*dv], false)
+			dl := dL[:n]
+			clear(dl)
+			for i := 0; i < n; i++ {
+				ar, dr, mr := a[i*n:(i+1)*n], da[i*n:(i+1)*n], M[i*n:(i+1)*n]
+				var rs T
+				for j := 0; j <= i; j++ {
+					r := dr[j] * ar[j]
+					rs += r
+					dl[j] -= r
+					dr[j] *= mr[j]
+				}
+				dl[i] += rs
+				clear(dr[i+1:])
 			}
-		}
-		// reverse pass: dS_t = q'_t do_tᵀ + exp(a_{t+1}) dS_{t+1}
-		clear(dS)
-		for t := N - 1; t >= 0; t-- {
-			if t+1 < N && int(m.start[t+1]) != t+1 {
-				scale(ea[t+1], dS)
-			} else {
-				clear(dS)
+			gemm(m.ws, n, n, ds, da, false, kh, false, dqh[:n*ds], false)
+			gemm(m.ws, n, n, ds, da, true, qh, false, dkh[:n*ds], false)
+			if !ch.first {
+				for i := range dl {
+					eL[i] = expT(L[i])
+				}
+				t := t1[:n*dv]
+				gemm(m.ws, n, ds, dv, qh, false, Sprev, false, t, false)
+				for i := 0; i < n; i++ {
+					dl[i] += eL[i] * dot(doh[i*dv:(i+1)*dv], t[i*dv:(i+1)*dv])
+				}
+				t = t1[:n*ds]
+				gemm(m.ws, n, dv, ds, doh, false, Sprev, true, t, false)
+				for i := 0; i < n; i++ {
+					axpy(eL[i], t[i*ds:(i+1)*ds], dqh[i*ds:(i+1)*ds])
+					scale(eL[i], qh[i*ds:(i+1)*ds])
+				}
+				gemm(m.ws, ds, n, dv, qh, true, doh, false, dSp, false)
 			}
-			qt := lc.q[t*HK+h*ds : t*HK+(h+1)*ds]
-			kt := lc.k[t*HK+h*ds : t*HK+(h+1)*ds]
-			vt := lc.v[t*HV+h*dv : t*HV+(h+1)*dv]
-			dot_ := do[t*HV+h*dv : t*HV+(h+1)*dv]
-			dqt := dq[t*HK+h*ds : t*HK+(h+1)*ds]
-			dkt := dk[t*HK+h*ds : t*HK+(h+1)*ds]
-			dvt := dvv[t*HV+h*dv : t*HV+(h+1)*dv]
-			cur := St[t*ds*dv : (t+1)*ds*dv]
-			for i := 0; i < ds; i++ {
-				row := dS[i*dv : (i+1)*dv]
-				axpy(qt[i]*qs, dot_, row)
-				dqt[i] = dot(cur[i*dv:(i+1)*dv], dot_) * qs
-				dkt[i] = dot(row, vt)
-				axpy(kt[i], row, dvt)
+			if !ch.last {
+				Ln := L[n-1]
+				P, Kd := t1[:n*ds], t2[:n*dv]
+				gemm(m.ws, n, dv, ds, vh, false, dS, true, P, false)
+				gemm(m.ws, n, ds, dv, kh, false, dS, false, Kd, false)
+				for j := 0; j < n; j++ {
+					wj := expT(Ln - L[j])
+					term := wj * dot(kh[j*ds:(j+1)*ds], P[j*ds:(j+1)*ds])
+					dl[n-1] += term
+					dl[j] -= term
+					axpy(wj, P[j*ds:(j+1)*ds], dkh[j*ds:(j+1)*ds])
+					axpy(wj, Kd[j*dv:(j+1)*dv], dvh[j*dv:(j+1)*dv])
+				}
+				if !ch.first {
+					e := expT(Ln)
+					dl[n-1] += e * dot(Sprev, dS)
+					axpy(e, dS, dSp)
+				}
 			}
-			if int(m.start[t]) != t {
-				da := dot(St[(t-1)*ds*dv:t*ds*dv], dS) * ea[t]
-				dz[t*H+h] = -da * T(sigmoid(float64(lc.z[t*H+h])))
+			dS, dSp = dSp, dS
+			var acc T
+			for i := n - 1; i >= 0; i-- {
+				acc += dl[i]
+				t := ch.c0 + i
+				if i == 0 && ch.first {
+					dz[t*H+h] = 0
+				} else {
+					dz[t*H+h] = -acc * T(sigmoid(float64(lc.z[t*H+h])))
+				}
 			}
+			scale(qs, dqh[:n*ds])
+			scatterHead(dq, dqh, ch.c0, ch.c1, HK, h, ds)
+			scatterHead(dk, dkh, ch.c0, ch.c1, HK, h, ds)
+			scatterHead(dvv, dvh, ch.c0, ch.c1, HV, h, dv)
 		}
 	}
-	gemmShared(m.ws, D, N, lc.n1, true,
-		gemmOp[T]{dq, false, HK, m.P.G(pre + "lin.wq"), true},
-		gemmOp[T]{dk, false, HK, m.P.G(pre + "lin.wk"), true},
-		gemmOp[T]{dvv, false, HV, m.P.G(pre + "lin.wv"), true})
-	for _, w := range []struct {
-		name string
-		d    []T
-		n    int
-	}{{"lin.wq", dq, HK}, {"lin.wk", dk, HK}, {"lin.wv", dvv, HV}} {
-		gemm(m.ws, N, w.n, D, w.d, false, m.P.W(pre+w.name), true, dx, true)
-	}
+	m.projQKVBwd(lc, pre, []string{"lin.wq", "lin.wk", "lin.wv"}, dx, dq, dk, dvv)
 	wa, dwa, dba := m.P.W(pre+"lin.wa"), m.P.G(pre+"lin.wa"), m.P.G(pre+"lin.ba")
 	for t := 0; t < N; t++ {
 		zt := dz[t*H : (t+1)*H]

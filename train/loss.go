@@ -1,6 +1,10 @@
 package train
 
-import "math"
+import (
+	"math"
+
+	"github.com/onecore-dev/onecore/amx"
+)
 
 // FullCE is the full-vocabulary cross-entropy of the tied readout
 // logits = hf·Eᵀ against targets (−1 = ignored), averaged over the valid
@@ -92,6 +96,7 @@ func SampledSoftmax[T Float](m *Model[T], hf []T, targets []int32, negs []int32,
 		corr[j] = T(lns + logq[id])
 	}
 	sc := m.bufRaw("sc", N*S)
+	prow := m.bufRaw("sc.row", S+1)
 	gemm(m.ws, N, D, S, hf, false, eneg, true, sc, false)
 	invn := 1 / float64(n)
 	for t, y := range targets {
@@ -116,16 +121,36 @@ func SampledSoftmax[T Float](m *Model[T], hf []T, targets []int32, negs []int32,
 			row[j] -= corr[j]
 			mx = max(mx, row[j])
 		}
-		s := math.Exp(float64(l0 - mx))
-		for _, v := range row {
-			s += math.Exp(float64(v - mx))
+		var d0 T
+		if p, ok := any(prow).([]float32); ok {
+			// float32: one SIMD softmax over [l0, row]; p of the
+			// largest logit (≥ 1/(S+1), never underflows) gives lse
+			p[0] = float32(l0)
+			copy(p[1:], any(row).([]float32))
+			jm := 0
+			for j, v := range p {
+				if v == float32(mx) {
+					jm = j
+					break
+				}
+			}
+			amx.SoftmaxRow(p)
+			loss += float64(mx) - math.Log(float64(p[jm])) - float64(l0)
+			amx.Axpy(float32(invn)-1, p[1:], p[1:])
+			copy(any(row).([]float32), p[1:])
+			d0 = T((float64(p[0]) - 1) * invn)
+		} else {
+			s := math.Exp(float64(l0 - mx))
+			for _, v := range row {
+				s += math.Exp(float64(v - mx))
+			}
+			lse := float64(mx) + math.Log(s)
+			loss += lse - float64(l0)
+			for j, v := range row {
+				row[j] = T(math.Exp(float64(v)-lse) * invn)
+			}
+			d0 = T((math.Exp(float64(l0)-lse) - 1) * invn)
 		}
-		lse := float64(mx) + math.Log(s)
-		loss += lse - float64(l0)
-		for j, v := range row {
-			row[j] = T(math.Exp(float64(v)-lse) * invn)
-		}
-		d0 := T((math.Exp(float64(l0)-lse) - 1) * invn)
 		dh := dhf[t*D : (t+1)*D]
 		dey := demb[int(y)*D : (int(y)+1)*D]
 		for i, v := range h {

@@ -3,6 +3,8 @@ package train
 import (
 	"fmt"
 	"math"
+
+	"github.com/onecore-dev/onecore/amx"
 )
 
 // Special token ids (DESIGN §2).
@@ -22,8 +24,12 @@ type Model[T Float] struct {
 	AuxCoef float64
 
 	ws      *workspace
-	ropeCos []T // [pos][swa_head_dim/2]
-	ropeSin []T
+	f32     *fast32 // float32 only
+	ropeCos []T
+	// linear-attention chunk and decay sub-block lengths (tests shrink
+	// them so tiny documents span several chunks)
+	linChunk, linSub int // [pos][swa_head_dim/2]
+	ropeSin          []T
 
 	// state of the last Forward
 	n      int
@@ -47,7 +53,12 @@ type Model[T Float] struct {
 
 // NewModel wraps parameters p of config c.
 func NewModel[T Float](c *Config, p *Params[T]) *Model[T] {
-	return &Model[T]{Cfg: c, P: p, ws: newWorkspace(), AuxCoef: 0.01, layers: make([]layerCache[T], len(c.Layers)), Load: make([][]int, len(c.Layers))}
+	m := &Model[T]{Cfg: c, P: p, ws: newWorkspace(), AuxCoef: 0.01, layers: make([]layerCache[T], len(c.Layers)), Load: make([][]int, len(c.Layers)),
+		linChunk: defaultLinChunk, linSub: defaultLinSub}
+	if _, ok := any(p).(*Params[float32]); ok {
+		m.f32 = newFast32()
+	}
+	return m
 }
 
 // layerCache keeps one layer's activations for the backward pass.
@@ -57,8 +68,12 @@ type layerCache[T Float] struct {
 	q, k, v, o, p []T // swa: q,k rotated; p = attention probabilities per chunk
 	chunks        []swaChunk
 	z, on, ro     []T // lin: decay logits, normed output, per-head rstd
-	// mlp
+	lch           []linChunkSpan
+	sprev         []T // lin: each chunk's incoming state, [chunk][head][d_state][head_dim]
+	// mlp (float32: act = relu(u)² only, u is not kept)
 	u, act []T
+	// float32: bf16 copies of the norm outputs and the MLP activation
+	n1b, n2b, actb []amx.BF16
 	// moe
 	blocks []moeBlock[T]
 }
@@ -110,6 +125,9 @@ func (m *Model[T]) Forward(ids []int32, rowLen int) []T {
 	}
 	m.n = N
 	m.ids = ids
+	if m.f32 != nil {
+		m.f32.gen++
+	}
 	if cap(m.start) < N {
 		m.start = make([]int32, N)
 	}
@@ -137,7 +155,7 @@ func (m *Model[T]) Forward(ids []int32, rowLen int) []T {
 		lc.hin = h
 		lc.n1 = grow(lc.n1, N*D)
 		lc.r1 = grow(lc.r1, N)
-		rmsnormFwd(h, m.P.W(pre+"norm1.g"), lc.n1, lc.r1, D, eps)
+		m.normFwd(h, m.P.W(pre+"norm1.g"), lc.n1, lc.r1, &lc.n1b, eps)
 		mix := m.bufRaw("mix", N*D)
 		switch kind {
 		case "swa":
@@ -152,7 +170,7 @@ func (m *Model[T]) Forward(ids []int32, rowLen int) []T {
 		}
 		lc.n2 = grow(lc.n2, N*D)
 		lc.r2 = grow(lc.r2, N)
-		rmsnormFwd(hmid, m.P.W(pre+"norm2.g"), lc.n2, lc.r2, D, eps)
+		m.normFwd(hmid, m.P.W(pre+"norm2.g"), lc.n2, lc.r2, &lc.n2b, eps)
 		lc.hout = grow(lc.hout, N*D)
 		out := lc.hout
 		if c.IsMoE(li) {
@@ -180,18 +198,17 @@ func (m *Model[T]) Backward(dhf []T) {
 	m.dh = growZero(m.dh, N*D)
 	dh := m.dh
 	rmsnormBwd(m.hLast, m.P.W("norm.g"), m.rF, dhf, dh, m.P.G("norm.g"), D)
-	dn := m.buf("dn", N*D)
+	// every mixer / MLP backward overwrites dn (its input gradient)
+	dn := m.bufRaw("dn", N*D)
 	for li := len(c.Layers) - 1; li >= 0; li-- {
 		lc := &m.layers[li]
 		pre := fmt.Sprintf("layers.%d.", li)
-		clear(dn)
 		if c.IsMoE(li) {
 			m.moeBwd(li, lc, pre, dh, dn)
 		} else {
 			m.mlpBwd(lc, pre, dh, dn)
 		}
 		rmsnormBwd(lc.hmid, m.P.W(pre+"norm2.g"), lc.r2, dn, dh, m.P.G(pre+"norm2.g"), D)
-		clear(dn)
 		switch c.Layers[li] {
 		case "swa":
 			m.swaBwd(lc, pre, dh, dn)
@@ -250,6 +267,11 @@ func rmsnormBwd[T Float](x, g, r, dy, dx, dg []T, D int) {
 
 func (m *Model[T]) mlpFwd(lc *layerCache[T], pre string, out []T) {
 	N, D, F := m.n, m.Cfg.DModel, m.Cfg.DFF
+	if f := m.f32; f != nil {
+		f.mlpFwd(N, D, F, any(lc).(*layerCache[float32]), any(m.P.W(pre+"mlp.w_up")).([]float32),
+			any(m.P.W(pre+"mlp.w_down")).([]float32), pre, any(out).([]float32))
+		return
+	}
 	lc.u = grow(lc.u, N*F)
 	lc.act = grow(lc.act, N*F)
 	gemm(m.ws, N, D, F, lc.n2, false, m.P.W(pre+"mlp.w_up"), false, lc.u, false)
@@ -260,6 +282,14 @@ func (m *Model[T]) mlpFwd(lc *layerCache[T], pre string, out []T) {
 
 func (m *Model[T]) mlpBwd(lc *layerCache[T], pre string, dy, dx []T) {
 	N, D, F := m.n, m.Cfg.DModel, m.Cfg.DFF
+	if f := m.f32; f != nil {
+		w := func(n string) []float32 { return any(m.P.W(pre + n)).([]float32) }
+		g := func(n string) []float32 { return any(m.P.G(pre + n)).([]float32) }
+		f.mlpBwd(N, D, F, any(lc).(*layerCache[float32]), w("mlp.w_up"), w("mlp.w_down"), g("mlp.w_up"), g("mlp.w_down"),
+			pre, any(dy).([]float32), any(m.bufRaw("du", N*F)).([]float32), any(dx).([]float32))
+		return
+	}
+	clear(dx)
 	gemm(m.ws, F, N, D, lc.act, true, dy, false, m.P.G(pre+"mlp.w_down"), true)
 	du := m.buf("du", N*F)
 	gemm(m.ws, N, D, F, dy, false, m.P.W(pre+"mlp.w_down"), true, du, false)
@@ -272,4 +302,102 @@ func (m *Model[T]) mlpBwd(lc *layerCache[T], pre string, dy, dx []T) {
 	}
 	gemm(m.ws, D, N, F, lc.n2, true, du, false, m.P.G(pre+"mlp.w_up"), true)
 	gemm(m.ws, N, F, D, du, false, m.P.W(pre+"mlp.w_up"), true, dx, true)
+}
+
+// f32s views generic slices as float32 (the fast32 path).
+func f32s[T Float](xs ...[]T) [][]float32 {
+	out := make([][]float32, len(xs))
+	for i, x := range xs {
+		out[i] = any(x).([]float32)
+	}
+	return out
+}
+
+// projQKV computes q, k, v = n1·W for the mixer weights names (prefixed).
+func (m *Model[T]) projQKV(lc *layerCache[T], pre string, names []string, outs ...[]T) {
+	N, D := m.n, m.Cfg.DModel
+	full := make([]string, len(names))
+	ws := make([][]T, len(names))
+	for i, n := range names {
+		full[i] = pre + n
+		ws[i] = m.P.W(pre + n)
+	}
+	if f := m.f32; f != nil {
+		f.qkvFwd(N, D, any(lc).(*layerCache[float32]), full, f32s(ws...), f32s(outs...))
+		return
+	}
+	ops := make([]gemmOp[T], len(names))
+	for i := range names {
+		ops[i] = gemmOp[T]{ws[i], false, len(ws[i]) / D, outs[i], false}
+	}
+	gemmShared(m.ws, N, D, lc.n1, false, ops...)
+}
+
+// projQKVBwd: weight gradients of projQKV from ds, and dx = Σ d·Wᵀ.
+func (m *Model[T]) projQKVBwd(lc *layerCache[T], pre string, names []string, dx []T, ds ...[]T) {
+	N, D := m.n, m.Cfg.DModel
+	full := make([]string, len(names))
+	ws, dws := make([][]T, len(names)), make([][]T, len(names))
+	for i, n := range names {
+		full[i] = pre + n
+		ws[i], dws[i] = m.P.W(pre+n), m.P.G(pre+n)
+	}
+	if f := m.f32; f != nil {
+		f.qkvBwd(N, D, any(lc).(*layerCache[float32]), full, f32s(ws...), f32s(dws...), f32s(ds...), any(dx).([]float32))
+		return
+	}
+	clear(dx)
+	ops := make([]gemmOp[T], len(names))
+	for i := range names {
+		ops[i] = gemmOp[T]{ds[i], false, len(ws[i]) / D, dws[i], true}
+	}
+	gemmShared(m.ws, D, N, lc.n1, true, ops...)
+	for i := range names {
+		gemm(m.ws, N, len(ws[i])/D, D, ds[i], false, ws[i], true, dx, true)
+	}
+}
+
+// outProjBwd is the backward of out = o·W (o N×K, W = tensor name):
+// dW += oᵀ·dy and do = dy·Wᵀ.
+func (m *Model[T]) outProjBwd(o []T, K int, name string, dy, do []T) {
+	N, D := m.n, m.Cfg.DModel
+	w, dw := m.P.W(name), m.P.G(name)
+	if f := m.f32; f != nil {
+		v := f32s(w, dw, dy, do)
+		f.outBwd(N, K, D, name, v[0], v[1], v[2], v[3])
+		return
+	}
+	gemm(m.ws, K, N, D, o, true, dy, false, dw, true)
+	gemm(m.ws, N, D, K, dy, false, w, true, do, false)
+}
+
+// outProj computes out = o·W (o N×K, W = tensor name).
+func (m *Model[T]) outProj(o []T, K int, name string, out []T) {
+	N, D := m.n, m.Cfg.DModel
+	if f := m.f32; f != nil {
+		v := f32s(o, m.P.W(name), out)
+		ob := f.scratch(name, N*K) // kept for the backward
+		amx.ToBF16(ob, v[0][:N*K])
+		f.mul(N, ob, f.weight(name, v[1], K, D, false), v[2], false)
+		return
+	}
+	gemm(m.ws, N, K, D, o, false, m.P.W(name), false, out, false)
+}
+
+// normFwd is rmsnormFwd over rows of d_model; the float32 model also
+// writes the bf16 copy *yb (the next GEMM's A operand) in the same pass.
+func (m *Model[T]) normFwd(x, g, y, r []T, yb *[]amx.BF16, eps T) {
+	D := m.Cfg.DModel
+	if m.f32 == nil {
+		rmsnormFwd(x, g, y, r, D, eps)
+		return
+	}
+	v := f32s(x, g, y, r)
+	x32, g32, y32, r32 := v[0], v[1], v[2], v[3]
+	*yb = growBF(*yb, len(x))
+	for t := 0; t < len(x)/D; t++ {
+		row := x32[t*D : (t+1)*D]
+		amx.RMSNorm(y32[t*D:(t+1)*D], (*yb)[t*D:(t+1)*D], row, g32, float32(eps))
+		r32[t] = float32(1 / math.Sqrt(float64(amx.Dot(row, row))/float64(D)+float64(eps)))
+	}
 }

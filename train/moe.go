@@ -154,6 +154,7 @@ func softmaxInPlace[T Float](x []T) {
 
 func (m *Model[T]) moeBwd(li int, lc *layerCache[T], pre string, dy, dx []T) {
 	c := m.Cfg
+	clear(dx)
 	D, E, F := c.DModel, c.Experts, c.DFFExpert
 	wr := m.P.W(pre + "moe.router.w")
 	wup, wdown := m.P.W(pre+"moe.w_up"), m.P.W(pre+"moe.w_down")

@@ -94,16 +94,13 @@ func scatterAddHead[T Float](x, src []T, r0, r1, ld, h, hd int) {
 // j ≤ i ∧ i−j < W ∧ doc(i) = doc(j), chunked so every product is a GEMM.
 func (m *Model[T]) swaFwd(lc *layerCache[T], pre string, out []T) {
 	c := m.Cfg
-	N, D, H, hd, W := m.n, c.DModel, c.SWAHeads, c.SWAHeadDim, c.Window
+	N, H, hd, W := m.n, c.SWAHeads, c.SWAHeadDim, c.Window
 	HD := H * hd
 	lc.q = grow(lc.q, N*HD)
 	lc.k = grow(lc.k, N*HD)
 	lc.v = grow(lc.v, N*HD)
 	lc.o = growZero(lc.o, N*HD)
-	gemmShared(m.ws, N, D, lc.n1, false,
-		gemmOp[T]{m.P.W(pre + "swa.wq"), false, HD, lc.q, false},
-		gemmOp[T]{m.P.W(pre + "swa.wk"), false, HD, lc.k, false},
-		gemmOp[T]{m.P.W(pre + "swa.wv"), false, HD, lc.v, false})
+	m.projQKV(lc, pre, []string{"swa.wq", "swa.wk", "swa.wv"}, lc.q, lc.k, lc.v)
 	m.ropeRows(lc.q, false)
 	m.ropeRows(lc.k, false)
 	var np int
@@ -140,16 +137,15 @@ func (m *Model[T]) swaFwd(lc *layerCache[T], pre string, out []T) {
 			scatterAddHead(lc.o, oh, ch.c0, ch.c1, HD, h, hd)
 		}
 	}
-	gemm(m.ws, N, HD, D, lc.o, false, m.P.W(pre+"swa.wo"), false, out, false)
+	m.outProj(lc.o, HD, pre+"swa.wo", out)
 }
 
 func (m *Model[T]) swaBwd(lc *layerCache[T], pre string, dy, dx []T) {
 	c := m.Cfg
-	N, D, H, hd, W := m.n, c.DModel, c.SWAHeads, c.SWAHeadDim, c.Window
+	N, H, hd, W := m.n, c.SWAHeads, c.SWAHeadDim, c.Window
 	HD := H * hd
-	gemm(m.ws, HD, N, D, lc.o, true, dy, false, m.P.G(pre+"swa.wo"), true)
 	do := m.bufRaw("swa.do", N*HD)
-	gemm(m.ws, N, D, HD, dy, false, m.P.W(pre+"swa.wo"), true, do, false)
+	m.outProjBwd(lc.o, HD, pre+"swa.wo", dy, do)
 	dq := m.buf("swa.dq", N*HD)
 	dk := m.buf("swa.dk", N*HD)
 	dv := m.buf("swa.dv", N*HD)
@@ -189,14 +185,5 @@ func (m *Model[T]) swaBwd(lc *layerCache[T], pre string, dy, dx []T) {
 	}
 	m.ropeRows(dq, true)
 	m.ropeRows(dk, true)
-	gemmShared(m.ws, D, N, lc.n1, true,
-		gemmOp[T]{dq, false, HD, m.P.G(pre + "swa.wq"), true},
-		gemmOp[T]{dk, false, HD, m.P.G(pre + "swa.wk"), true},
-		gemmOp[T]{dv, false, HD, m.P.G(pre + "swa.wv"), true})
-	for _, w := range []struct {
-		name string
-		d    []T
-	}{{"swa.wq", dq}, {"swa.wk", dk}, {"swa.wv", dv}} {
-		gemm(m.ws, N, HD, D, w.d, false, m.P.W(pre+w.name), true, dx, true)
-	}
+	m.projQKVBwd(lc, pre, []string{"swa.wq", "swa.wk", "swa.wv"}, dx, dq, dk, dv)
 }

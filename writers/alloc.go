@@ -15,7 +15,9 @@ import (
 // conversion's CPU time. Released record batches return their buffers
 // here and the next batch reuses them while they are hot. Use it for
 // builders whose records are released (rec.Release()) once written.
-var Allocator memory.Allocator = &poolAllocator{}
+var Allocator memory.Allocator = pool
+
+var pool = &poolAllocator{}
 
 // poolMin is the smallest buffer worth pooling; smaller ones go to the Go
 // allocator, where they are cheap.
@@ -36,6 +38,26 @@ func (a *poolAllocator) Allocate(size int) []byte {
 	if size < poolMin {
 		return memory.DefaultAllocator.Allocate(size)
 	}
+	b, reused := a.get(size)
+	if reused {
+		clear(b) // callers expect zeroed memory, as from make
+	}
+	return b
+}
+
+// allocateDirty is Allocate without zeroing a reused buffer, for callers
+// that write every byte they use. Sizes below poolMin are not pooled.
+func (a *poolAllocator) allocateDirty(size int) []byte {
+	if size < poolMin {
+		return make([]byte, size)
+	}
+	b, _ := a.get(size)
+	return b
+}
+
+// get returns a buffer of len size and a power-of-two capacity, reused
+// from the pool when one is free.
+func (a *poolAllocator) get(size int) ([]byte, bool) {
 	c := bits.Len(uint(size - 1)) // capacity class: 1<<c >= size
 	a.mu.Lock()
 	if n := len(a.free[c]); n > 0 {
@@ -43,12 +65,10 @@ func (a *poolAllocator) Allocate(size int) []byte {
 		a.free[c] = a.free[c][:n-1]
 		a.bytes -= cap(b)
 		a.mu.Unlock()
-		b = b[:size]
-		clear(b) // callers expect zeroed memory, as from make
-		return b
+		return b[:size], true
 	}
 	a.mu.Unlock()
-	return make([]byte, size, 1<<c)
+	return make([]byte, size, 1<<c), false
 }
 
 func (a *poolAllocator) Reallocate(size int, b []byte) []byte {

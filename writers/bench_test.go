@@ -39,31 +39,40 @@ func benchRecords(b *testing.B) ([]arrow.RecordBatch, int64) {
 	return recs, text
 }
 
-// BenchmarkParquetWrite compares our Parquet writer with pqarrow used with
-// its defaults (buffered row groups, zstd default level, dictionaries and
-// statistics on every column), on the same records (bytes = text bytes).
+// BenchmarkParquetWrite compares our Parquet writer (the string fast path,
+// and our pqarrow-based encoder) with pqarrow used with its defaults
+// (buffered row groups, zstd default level, dictionaries and statistics on
+// every column), on the same records (bytes = text bytes).
 func BenchmarkParquetWrite(b *testing.B) {
 	recs, text := benchRecords(b)
 	dir := b.TempDir()
-	b.Run("writers", func(b *testing.B) {
-		b.SetBytes(text)
-		m := testenv.StartCPU()
-		defer m.Report(b, text)
-		for range b.N {
-			w, err := Create(filepath.Join(dir, "a.parquet"), Parquet, recs[0].Schema(), Options{Plain: DocPlainColumns})
-			if err != nil {
-				b.Fatal(err)
-			}
-			for _, r := range recs {
-				if err := w.Write(r); err != nil {
+	ours := func(generic bool) func(b *testing.B) {
+		return func(b *testing.B) {
+			genericParquet = generic
+			defer func() { genericParquet = false }()
+			b.SetBytes(text)
+			m := testenv.StartCPU()
+			defer m.Report(b, text)
+			for range b.N {
+				w, err := Create(filepath.Join(dir, "a.parquet"), Parquet, recs[0].Schema(), Options{Plain: DocPlainColumns})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, r := range recs {
+					if err := w.Write(r); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := w.Close(); err != nil {
 					b.Fatal(err)
 				}
 			}
-			if err := w.Close(); err != nil {
-				b.Fatal(err)
-			}
 		}
-	})
+	}
+	// the page-parallel string encoder (what DocSchema files get)
+	b.Run("writers", ours(false))
+	// the same options through the general pqarrow encoder
+	b.Run("writers-pqarrow", ours(true))
 	b.Run("pqarrow-defaults", func(b *testing.B) {
 		b.SetBytes(text)
 		m := testenv.StartCPU()

@@ -248,7 +248,6 @@ func TestParquetRowGroups(t *testing.T) {
 // TestReadByOthers: DuckDB reads our Parquet, apache-arrow (JS) our Arrow
 // IPC; both see the same rows, the declared types and nullability.
 func TestReadByOthers(t *testing.T) {
-	mods := testenv.NodeModules(t)
 	dir := t.TempDir()
 	src := filepath.Join(dir, "in.jsonl")
 	writeJSONL(t, src, inputRows())
@@ -256,6 +255,14 @@ func TestReadByOthers(t *testing.T) {
 	pq, arr := filepath.Join(dir, "o.parquet"), filepath.Join(dir, "o.arrow")
 	writeDocs(t, pq, docs, writers.Options{Plain: writers.DocPlainColumns})
 	writeDocs(t, arr, docs, writers.Options{})
+	checkReadByOthers(t, pq, arr, docs)
+}
+
+// checkReadByOthers reads pq with DuckDB and arr with apache-arrow (JS) and
+// checks that both hold docs, with DocSchema(keep)'s types and nullability.
+func checkReadByOthers(t *testing.T, pq, arr string, docs []readers.Document) {
+	t.Helper()
+	mods := testenv.NodeModules(t)
 
 	cmd := exec.Command(testenv.LookPath(t, "node"), filepath.Join("testdata", "read_outputs.js"), pq, arr)
 	cmd.Env = append(os.Environ(), "NODE_PATH="+mods)

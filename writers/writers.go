@@ -108,6 +108,10 @@ type Options struct {
 	// ZstdLevel is the zstd level (1-22) for Parquet and JSONL.zst; 0 means
 	// DefaultParquetZstdLevel for Parquet and 3 (zstd's default) for JSONL.zst.
 	ZstdLevel int
+	// Concurrency is the number of goroutines compressing Parquet pages of
+	// string-only schemas (such as DocSchema); 0 means GOMAXPROCS. The
+	// bytes written do not depend on it.
+	Concurrency int
 }
 
 // Defaults for Options.
@@ -119,6 +123,10 @@ const (
 	// slowest stage of a conversion.
 	DefaultParquetZstdLevel = 1
 )
+
+// genericParquet makes every Parquet file go through pqarrow (tests compare
+// the two encoders).
+var genericParquet = false
 
 // encoder writes one format into a buffered file.
 type encoder interface {
@@ -165,7 +173,11 @@ func Create(path string, format Format, schema *arrow.Schema, opts Options) (*Wr
 	w := &Writer{path: path, tmp: tmp, format: format, schema: schema, f: f, bw: bufio.NewWriterSize(f, 1<<20)}
 	switch format {
 	case Parquet:
-		w.enc, err = newParquetEncoder(w.bw, schema, opts)
+		if isStringSchema(schema) && !genericParquet {
+			w.enc, err = newStringsEncoder(w.bw, schema, opts)
+		} else {
+			w.enc, err = newParquetEncoder(w.bw, schema, opts)
+		}
 	case Arrow:
 		w.enc, err = newIPCEncoder(w.bw, schema)
 	case JSONL:
@@ -245,6 +257,9 @@ func (w *Writer) Abort() error {
 		return nil
 	}
 	w.done = true
+	if a, ok := w.enc.(interface{ abort() }); ok {
+		a.abort()
+	}
 	w.f.Close()
 	if err := os.Remove(w.tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err

@@ -251,8 +251,10 @@ type convertItem struct {
 }
 
 // run reads on one goroutine and encodes/writes on another, connected by a
-// small channel: decoding and compression overlap on two cores, and
-// backpressure keeps at most a few batches in memory.
+// small channel: decoding and encoding overlap, and backpressure keeps at
+// most a few batches in memory. The Parquet writer compresses its pages on
+// GOMAXPROCS more goroutines, so one shard uses every core (the output
+// bytes do not depend on how many).
 func (p *convertPlan) run(ctx context.Context, log io.Writer) (writers.Summary, error) {
 	var sum writers.Summary
 	items := make(chan convertItem, 2)

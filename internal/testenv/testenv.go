@@ -4,6 +4,7 @@
 package testenv
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,7 +60,8 @@ var (
 func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "onecore-bin-")
+		sweepStaleBinaries()
+		dir, err := os.MkdirTemp("", fmt.Sprintf("onecore-bin-%d-", os.Getpid()))
 		if err != nil {
 			buildErr = err
 			return
@@ -76,6 +78,28 @@ func Binary(t testing.TB) string {
 		t.Fatalf("building onecore: %v", buildErr)
 	}
 	return binPath
+}
+
+// sweepStaleBinaries removes binaries built by test processes that have
+// exited: a test binary cannot clean up after itself (Binary has no hook at
+// process exit), so each one sweeps its predecessors' folders instead.
+func sweepStaleBinaries() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "onecore-bin-*"))
+	for _, d := range dirs {
+		var pid int
+		if _, err := fmt.Sscanf(filepath.Base(d), "onecore-bin-%d-", &pid); err != nil || pid <= 0 {
+			continue // an older naming scheme or someone else's folder: leave it
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil || !procAvailable() {
+			continue // still running (or no /proc to tell)
+		}
+		os.RemoveAll(d)
+	}
+}
+
+func procAvailable() bool {
+	_, err := os.Stat("/proc/self")
+	return err == nil
 }
 
 type buildError struct {
