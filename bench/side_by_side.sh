@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the Go engine / trainer and the PyTorch baselines on the same pinned
 # core, alternating A B A B so load drift on a shared machine hits both, and
-# prints each pair's numbers and their ratio. Usage:
+# prints each pair's numbers (tokens per CPU-second) and their ratio. Usage:
 #   bench/side_by_side.sh [prefill|train|all] [CPU]     (default: all, CPU 1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +22,9 @@ if [[ $what == prefill || $what == all ]]; then
       g=$("$bin" bench engine --config $preset --cpu "$cpu" --json)
       t=$(taskset -c "$cpu" $py bench/torch_prefill.py $flag)
       gb=$(field prefill_tok_s <<<"$g"); gr=$(field prefill_readout_tok_s <<<"$g")
-      tb=$(field prefill_tok_s <<<"$t"); tr=$(field prefill_readout_tok_s <<<"$t")
+      # both sides in tokens per CPU-second (onecore: the pinned thread's CPU time;
+      # PyTorch: its process CPU time), so load on a shared machine cancels out
+      tb=$(field prefill_cpu_tok_s <<<"$t"); tr=$(field prefill_readout_cpu_tok_s <<<"$t")
       echo "prefill $model round $round: go body $gb tok/s, torch body $tb tok/s, ratio $(ratio "$gb" "$tb"); go+readout $gr, torch+readout $tr, ratio $(ratio "$gr" "$tr")"
     done
   done
