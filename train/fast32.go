@@ -1,10 +1,6 @@
 package train
 
-import (
-	"math"
-
-	"github.com/onecore-dev/onecore/amx"
-)
+import "github.com/onecore-dev/onecore/amx"
 
 // fast32 is the float32 model's GEMM state: the bf16 packs of every weight
 // for the current step, and bf16 scratch. With it the dense products of a
@@ -114,14 +110,8 @@ func (f *fast32) mlpFwd(N, D, F int, lc *layerCache[float32], wUp, wDown []float
 func (f *fast32) mlpBwd(N, D, F int, lc *layerCache[float32], wUp, wDown, dUp, dDown []float32, pre string, dy, du, dx []float32) {
 	dyb := f.toBF("dy", dy[:N*D])
 	f.linearBwd(N, F, D, f.transposed("actT", lc.actb, N, F), dyb, pre+"mlp.w_down", wDown, dDown, du, false)
-	for i, a := range lc.act[:N*F] {
-		if a > 0 {
-			du[i] *= 2 * float32(math.Sqrt(float64(a)))
-		} else {
-			du[i] = 0
-		}
-	}
-	dub := f.toBF("du", du[:N*F])
+	dub := f.scratch("du", N*F)
+	amx.ReLU2Grad(dub, du[:N*F], lc.act[:N*F])
 	f.linearBwd(N, D, F, f.transposed("xT", lc.n2b, N, D), dub, pre+"mlp.w_up", wUp, dUp, dx, false)
 }
 
