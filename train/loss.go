@@ -159,12 +159,14 @@ func SampledSoftmax[T Float](m *Model[T], hf []T, targets []int32, negs []int32,
 		}
 	}
 	gemm(m.ws, N, S, D, sc, false, eneg, false, dhf, true)
-	dneg := m.bufRaw("dneg", S*D)
-	gemm(m.ws, S, N, D, sc, true, hf, false, dneg, false)
+	// dEnegᵀ = hfᵀ·sc (D×S): transposing hf (N×D) for the GEMM's A is
+	// cheaper than transposing sc (N×S)
+	dnegT := m.bufRaw("dneg", D*S)
+	gemm(m.ws, D, N, S, hf, true, sc, false, dnegT, false)
 	for j, id := range negs {
 		row := demb[int(id)*D : (int(id)+1)*D]
-		for i, v := range dneg[j*D : (j+1)*D] {
-			row[i] += v
+		for i := range row {
+			row[i] += dnegT[i*S+j]
 		}
 	}
 	return loss * invn, n, dhf

@@ -90,6 +90,18 @@ func scatterAddHead[T Float](x, src []T, r0, r1, ld, h, hd int) {
 	}
 }
 
+// scatterAddHeadT adds srcT (hd × (r1−r0), the transpose of the head's
+// rows) into the head columns of rows [r0, r1) of x.
+func scatterAddHeadT[T Float](x, srcT []T, r0, r1, ld, h, hd int) {
+	n := r1 - r0
+	for r := r0; r < r1; r++ {
+		d := x[r*ld+h*hd : r*ld+(h+1)*hd]
+		for i := range d {
+			d[i] += srcT[i*n+r-r0]
+		}
+	}
+}
+
 // swaFwd: sliding-window softmax attention with the document mask
 // j ≤ i ∧ i−j < W ∧ doc(i) = doc(j), chunked so every product is a GEMM.
 func (m *Model[T]) swaFwd(lc *layerCache[T], pre string, out []T) {
@@ -176,11 +188,13 @@ func (m *Model[T]) swaBwd(lc *layerCache[T], pre string, dy, dx []T) {
 				}
 			}
 			gemm(m.ws, nq, nk, hd, ds, false, kh, false, dqh[:nq*hd], false)
-			gemm(m.ws, nk, nq, hd, ds, true, qh, false, dkh[:nk*hd], false)
-			gemm(m.ws, nk, nq, hd, p, true, doh, false, dvh[:nk*hd], false)
+			// dK = dSᵀ·Q and dV = Pᵀ·dO computed transposed (dKᵀ = Qᵀ·dS):
+			// the GEMM's transposed A is then hd×nq, not nk×nq
+			gemm(m.ws, hd, nq, nk, qh, true, ds, false, dkh[:hd*nk], false)
+			gemm(m.ws, hd, nq, nk, doh, true, p, false, dvh[:hd*nk], false)
 			scatterAddHead(dq, dqh, ch.c0, ch.c1, HD, h, hd)
-			scatterAddHead(dk, dkh, ch.k0, ch.c1, HD, h, hd)
-			scatterAddHead(dv, dvh, ch.k0, ch.c1, HD, h, hd)
+			scatterAddHeadT(dk, dkh, ch.k0, ch.c1, HD, h, hd)
+			scatterAddHeadT(dv, dvh, ch.k0, ch.c1, HD, h, hd)
 		}
 	}
 	m.ropeRows(dq, true)
