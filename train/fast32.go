@@ -90,7 +90,7 @@ func (f *fast32) toBF(key string, x []float32) []amx.BF16 {
 // kept under key.
 func (f *fast32) transposed(key string, x []amx.BF16, r, c int) []amx.BF16 {
 	t := f.scratch(key, r*c)
-	transposeBF(t, x[:r*c], r, c)
+	amx.TransposeBF16(t, x[:r*c], r, c)
 	return t
 }
 
