@@ -195,9 +195,9 @@ func (m *Model[T]) Forward(ids []int32, rowLen int) []T {
 func (m *Model[T]) Backward(dhf []T) {
 	c := m.Cfg
 	N, D := m.n, c.DModel
-	m.dh = growZero(m.dh, N*D)
+	m.dh = grow(m.dh, N*D)
 	dh := m.dh
-	rmsnormBwd(m.hLast, m.P.W("norm.g"), m.rF, dhf, dh, m.P.G("norm.g"), D)
+	rmsnormBwdTo(m.hLast, m.P.W("norm.g"), m.rF, dhf, dh, m.P.G("norm.g"), D, false)
 	// every mixer / MLP backward overwrites dn (its input gradient)
 	dn := m.bufRaw("dn", N*D)
 	for li := len(c.Layers) - 1; li >= 0; li-- {
@@ -245,7 +245,10 @@ func rmsnormFwd[T Float](x, g, y, r []T, D int, eps T) {
 }
 
 // rmsnormBwd adds the input gradient to dx and the gain gradient to dg.
-func rmsnormBwd[T Float](x, g, r, dy, dx, dg []T, D int) {
+func rmsnormBwd[T Float](x, g, r, dy, dx, dg []T, D int) { rmsnormBwdTo(x, g, r, dy, dx, dg, D, true) }
+
+// rmsnormBwdTo is rmsnormBwd that overwrites dx unless acc.
+func rmsnormBwdTo[T Float](x, g, r, dy, dx, dg []T, D int, acc bool) {
 	for t := 0; t < len(x)/D; t++ {
 		row, d := x[t*D:(t+1)*D], dy[t*D:(t+1)*D]
 		inv := r[t]
@@ -257,6 +260,9 @@ func rmsnormBwd[T Float](x, g, r, dy, dx, dg []T, D int) {
 		}
 		c := dot * inv * inv * inv / T(D)
 		out := dx[t*D : (t+1)*D]
+		if !acc {
+			clear(out)
+		}
 		for i, v := range row {
 			out[i] += inv*g[i]*d[i] - v*c
 		}
