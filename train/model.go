@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/onecore-dev/onecore/amx"
 )
@@ -406,4 +407,25 @@ func (m *Model[T]) normFwd(x, g, y, r []T, yb *[]amx.BF16, eps T) {
 		amx.RMSNorm(y32[t*D:(t+1)*D], (*yb)[t*D:(t+1)*D], row, g32, float32(eps))
 		r32[t] = float32(1 / math.Sqrt(float64(amx.Dot(row, row))/float64(D)+float64(eps)))
 	}
+}
+
+// gemmWeight computes C (M×n) (+)= A·op(W) for expert e's slice w of the
+// weight tensor name: op(W) = W (k×n) or, with tW, Wᵀ (w stored n×k). The
+// float32 model multiplies by the step's cached bf16 pack of that expert's
+// W or Wᵀ instead of converting and packing it per call.
+func (m *Model[T]) gemmWeight(name string, e, M, k, n int, a, w []T, tW bool, c []T, acc bool) {
+	f := m.f32
+	if f == nil || M == 0 {
+		gemm(m.ws, M, k, n, a, false, w, tW, c, acc)
+		return
+	}
+	v := f32s(a, w, c)
+	key := name + "#" + strconv.Itoa(e)
+	var b *amx.Matrix
+	if tW {
+		b = f.weight(key, v[1], n, k, true)
+	} else {
+		b = f.weight(key, v[1], k, n, false)
+	}
+	f.mul(M, f.toBF("gemmWeight.a", v[0][:M*k]), b, v[2], acc)
 }

@@ -97,7 +97,7 @@ func (m *Model[T]) moeFwd(li int, lc *layerCache[T], pre string, out []T) {
 		for k, e := range b.sel {
 			load[e] += M
 			u := b.u[k*M*F : (k+1)*M*F]
-			gemm(m.ws, M, D, F, x, false, wup[e*D*F:(e+1)*D*F], false, u, false)
+			m.gemmWeight(pre+"moe.w_up", e, M, D, F, x, wup[e*D*F:(e+1)*D*F], false, u, false)
 			g := b.gates[k]
 			for i, v := range u {
 				if v < 0 {
@@ -105,7 +105,7 @@ func (m *Model[T]) moeFwd(li int, lc *layerCache[T], pre string, out []T) {
 				}
 				hid[i] = g * v * v
 			}
-			gemm(m.ws, M, F, D, hid, false, wdown[e*F*D:(e+1)*F*D], false, y, true)
+			m.gemmWeight(pre+"moe.w_down", e, M, F, D, hid, wdown[e*F*D:(e+1)*F*D], false, y, true)
 		}
 	}
 	m.Load[li] = load
@@ -178,7 +178,7 @@ func (m *Model[T]) moeBwd(li int, lc *layerCache[T], pre string, dy, dx []T) {
 		for k, e := range b.sel {
 			u := b.u[k*M*F : (k+1)*M*F]
 			g := b.gates[k]
-			gemm(m.ws, M, D, F, dyb, false, wdown[e*F*D:(e+1)*F*D], true, t1, false)
+			m.gemmWeight(pre+"moe.w_down", e, M, D, F, dyb, wdown[e*F*D:(e+1)*F*D], true, t1, false)
 			var s T
 			for i, v := range u {
 				if v <= 0 {
@@ -193,7 +193,7 @@ func (m *Model[T]) moeBwd(li int, lc *layerCache[T], pre string, dy, dx []T) {
 			dg[k] = s
 			gemm(m.ws, F, M, D, hid, true, dyb, false, dwdown[e*F*D:(e+1)*F*D], true)
 			gemm(m.ws, D, M, F, x, true, du, false, dwup[e*D*F:(e+1)*D*F], true)
-			gemm(m.ws, M, F, D, du, false, wup[e*D*F:(e+1)*D*F], true, dxb, true)
+			m.gemmWeight(pre+"moe.w_up", e, M, F, D, du, wup[e*D*F:(e+1)*D*F], true, dxb, true)
 		}
 		// gates = softmax(selected logits)
 		clear(dlog)
