@@ -14,6 +14,7 @@ type fast32 struct {
 	packs map[string]*weightPack
 	bf    map[string][]amx.BF16
 	tmp   amx.Matrix // per-call pack of an activation operand
+	tmp2  amx.Matrix // a second one (MoE: the block's dy)
 	wbf   []amx.BF16
 	ep    amx.Epilogue
 }

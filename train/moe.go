@@ -3,6 +3,8 @@ package train
 import (
 	"math"
 	"sort"
+
+	"github.com/onecore-dev/onecore/amx"
 )
 
 // moeBlock is one route block of one document: tokens [t0, t1), routed
@@ -175,6 +177,12 @@ func (m *Model[T]) moeBwd(li int, lc *layerCache[T], pre string, dy, dx []T) {
 		dyb := dy[b.t0*D : b.t1*D]
 		dxb := dx[b.t0*D : b.t1*D]
 		hid, t1, du = grow(hid, M*F), grow(t1, M*F), grow(du, M*F)
+		var xT []amx.BF16
+		if f := m.f32; f != nil {
+			// the block's xᵀ and packed dy serve every selected expert
+			xT = f.transposed("moe.xT", f.toBF("moe.x", any(x).([]float32)), M, D)
+			amx.PackFor(f.kern, &f.tmp2, M, D, f.toBF("moe.dy", any(dyb).([]float32)), D)
+		}
 		for k, e := range b.sel {
 			u := b.u[k*M*F : (k+1)*M*F]
 			g := b.gates[k]
@@ -191,8 +199,15 @@ func (m *Model[T]) moeBwd(li int, lc *layerCache[T], pre string, dy, dx []T) {
 				du[i] = g * t1[i] * 2 * v
 			}
 			dg[k] = s
-			gemm(m.ws, F, M, D, hid, true, dyb, false, dwdown[e*F*D:(e+1)*F*D], true)
-			gemm(m.ws, D, M, F, x, true, du, false, dwup[e*D*F:(e+1)*D*F], true)
+			if f := m.f32; f != nil {
+				v := f32s(hid, du, dwdown[e*F*D:(e+1)*F*D], dwup[e*D*F:(e+1)*D*F])
+				f.mul(F, f.transposed("moe.hidT", f.toBF("moe.hid", v[0][:M*F]), M, F), &f.tmp2, v[2], true)
+				amx.PackFor(f.kern, &f.tmp, M, F, f.toBF("moe.du", v[1][:M*F]), F)
+				f.mul(D, xT, &f.tmp, v[3], true)
+			} else {
+				gemm(m.ws, F, M, D, hid, true, dyb, false, dwdown[e*F*D:(e+1)*F*D], true)
+				gemm(m.ws, D, M, F, x, true, du, false, dwup[e*D*F:(e+1)*D*F], true)
+			}
 			m.gemmWeight(pre+"moe.w_up", e, M, F, D, du, wup[e*D*F:(e+1)*D*F], true, dxb, true)
 		}
 		// gates = softmax(selected logits)
