@@ -1,10 +1,6 @@
 package train
 
-import (
-	"math"
-
-	"github.com/onecore-dev/onecore/amx"
-)
+import "github.com/onecore-dev/onecore/amx"
 
 // fast32 is the float32 model's GEMM state: the bf16 packs of every weight
 // for the current step, and bf16 scratch. With it the dense products of a
@@ -18,6 +14,7 @@ type fast32 struct {
 	packs map[string]*weightPack
 	bf    map[string][]amx.BF16
 	tmp   amx.Matrix // per-call pack of an activation operand
+	tmp2  amx.Matrix // a second one (MoE: the block's dy)
 	wbf   []amx.BF16
 	ep    amx.Epilogue
 }
@@ -94,7 +91,7 @@ func (f *fast32) toBF(key string, x []float32) []amx.BF16 {
 // kept under key.
 func (f *fast32) transposed(key string, x []amx.BF16, r, c int) []amx.BF16 {
 	t := f.scratch(key, r*c)
-	transposeBF(t, x[:r*c], r, c)
+	amx.TransposeBF16(t, x[:r*c], r, c)
 	return t
 }
 
@@ -114,14 +111,8 @@ func (f *fast32) mlpFwd(N, D, F int, lc *layerCache[float32], wUp, wDown []float
 func (f *fast32) mlpBwd(N, D, F int, lc *layerCache[float32], wUp, wDown, dUp, dDown []float32, pre string, dy, du, dx []float32) {
 	dyb := f.toBF("dy", dy[:N*D])
 	f.linearBwd(N, F, D, f.transposed("actT", lc.actb, N, F), dyb, pre+"mlp.w_down", wDown, dDown, du, false)
-	for i, a := range lc.act[:N*F] {
-		if a > 0 {
-			du[i] *= 2 * float32(math.Sqrt(float64(a)))
-		} else {
-			du[i] = 0
-		}
-	}
-	dub := f.toBF("du", du[:N*F])
+	dub := f.scratch("du", N*F)
+	amx.ReLU2Grad(dub, du[:N*F], lc.act[:N*F])
 	f.linearBwd(N, D, F, f.transposed("xT", lc.n2b, N, D), dub, pre+"mlp.w_up", wUp, dUp, dx, false)
 }
 

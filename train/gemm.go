@@ -114,7 +114,7 @@ func (ws *workspace) prepA(m, k int, a []float32, tA bool) {
 		// A stored k×m: round to bf16 (vectorized), then transpose.
 		ws.tbf = growBF(ws.tbf, m*k)
 		amx.ToBF16(ws.tbf, a[:m*k])
-		transposeBF(ws.abf, ws.tbf, k, m)
+		amx.TransposeBF16(ws.abf, ws.tbf, k, m)
 	} else {
 		amx.ToBF16(ws.abf, a[:m*k])
 	}
@@ -131,39 +131,6 @@ func (ws *workspace) mulB(m, k, n int, b []float32, tB bool, c []float32, acc bo
 	}
 	ws.ep = amx.Epilogue{Accumulate: acc}
 	amx.MatMul(m, ws.abf, k, &ws.packed, c, n, &ws.ep)
-}
-
-// transposeBF writes the transpose of the r×c matrix src into dst (c×r).
-// It moves 8×8 tiles through registers-sized locals: with power-of-two
-// strides a plain tiled loop thrashes L1 sets (4 KiB aliasing).
-func transposeBF(dst, src []amx.BF16, r, c int) {
-	const t = 16
-	i0 := 0
-	for ; i0+t <= r; i0 += t {
-		j0 := 0
-		for ; j0+t <= c; j0 += t {
-			var blk [t][t]amx.BF16
-			for i := 0; i < t; i++ {
-				copy(blk[i][:], src[(i0+i)*c+j0:(i0+i)*c+j0+t])
-			}
-			for j := 0; j < t; j++ {
-				d := dst[(j0+j)*r+i0 : (j0+j)*r+i0+t]
-				for i := 0; i < t; i++ {
-					d[i] = blk[i][j]
-				}
-			}
-		}
-		for j := j0; j < c; j++ {
-			for i := i0; i < i0+t; i++ {
-				dst[j*r+i] = src[i*c+j]
-			}
-		}
-	}
-	for i := i0; i < r; i++ {
-		for j := 0; j < c; j++ {
-			dst[j*r+i] = src[i*c+j]
-		}
-	}
 }
 
 // gemmABt3 computes C (m×n) = A·Bᵀ (A m×k, B n×k, both row-major) to about

@@ -210,12 +210,12 @@ func (m *Model[T]) linBwd(lc *layerCache[T], pre string, dy, dx []T) {
 	HK, HV := H*ds, H*dv
 	don := m.bufRaw("lin.don", N*HV)
 	m.outProjBwd(lc.on, HV, pre+"lin.wo", dy, don)
-	do := m.buf("lin.do", N*HV)
+	do := m.bufRaw("lin.do", N*HV)
 	gn, dgn := m.P.W(pre+"lin.gn"), m.P.G(pre+"lin.gn")
 	for t := 0; t < N; t++ {
 		for h := 0; h < H; h++ {
 			o := t*HV + h*dv
-			rmsnormBwd(lc.o[o:o+dv], gn[h*dv:(h+1)*dv], lc.ro[t*H+h:t*H+h+1], don[o:o+dv], do[o:o+dv], dgn[h*dv:(h+1)*dv], dv)
+			rmsnormBwdTo(lc.o[o:o+dv], gn[h*dv:(h+1)*dv], lc.ro[t*H+h:t*H+h+1], don[o:o+dv], do[o:o+dv], dgn[h*dv:(h+1)*dv], dv, false)
 		}
 	}
 	dq := m.bufRaw("lin.dq", N*HK)

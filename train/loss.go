@@ -79,13 +79,14 @@ func SampledSoftmax[T Float](m *Model[T], hf []T, targets []int32, negs []int32,
 	D := m.Cfg.DModel
 	N, S := len(targets), len(negs)
 	emb, demb := m.P.W("emb"), m.P.G("emb")
-	dhf = m.buf("dhf", len(hf))
+	dhf = m.bufRaw("dhf", len(hf)) // the first GEMM below writes every row
 	for _, y := range targets {
 		if y >= 0 {
 			n++
 		}
 	}
 	if n == 0 {
+		clear(dhf)
 		return 0, 0, dhf
 	}
 	eneg := m.bufRaw("eneg", S*D)
@@ -97,6 +98,7 @@ func SampledSoftmax[T Float](m *Model[T], hf []T, targets []int32, negs []int32,
 	}
 	sc := m.bufRaw("sc", N*S)
 	prow := m.bufRaw("sc.row", S+1)
+	d0s := m.bufRaw("sc.d0", N)
 	gemm(m.ws, N, D, S, hf, false, eneg, true, sc, false)
 	invn := 1 / float64(n)
 	for t, y := range targets {
@@ -151,20 +153,26 @@ func SampledSoftmax[T Float](m *Model[T], hf []T, targets []int32, negs []int32,
 			}
 			d0 = T((math.Exp(float64(l0)-lse) - 1) * invn)
 		}
-		dh := dhf[t*D : (t+1)*D]
+		d0s[t] = d0
 		dey := demb[int(y)*D : (int(y)+1)*D]
 		for i, v := range h {
-			dh[i] += d0 * ey[i]
 			dey[i] += d0 * v
 		}
 	}
-	gemm(m.ws, N, S, D, sc, false, eneg, false, dhf, true)
-	dneg := m.bufRaw("dneg", S*D)
-	gemm(m.ws, S, N, D, sc, true, hf, false, dneg, false)
+	gemm(m.ws, N, S, D, sc, false, eneg, false, dhf, false)
+	for t, y := range targets {
+		if y >= 0 {
+			axpy(d0s[t], emb[int(y)*D:(int(y)+1)*D], dhf[t*D:(t+1)*D])
+		}
+	}
+	// dEnegᵀ = hfᵀ·sc (D×S): transposing hf (N×D) for the GEMM's A is
+	// cheaper than transposing sc (N×S)
+	dnegT := m.bufRaw("dneg", D*S)
+	gemm(m.ws, D, N, S, hf, true, sc, false, dnegT, false)
 	for j, id := range negs {
 		row := demb[int(id)*D : (int(id)+1)*D]
-		for i, v := range dneg[j*D : (j+1)*D] {
-			row[i] += v
+		for i := range row {
+			row[i] += dnegT[i*S+j]
 		}
 	}
 	return loss * invn, n, dhf

@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/onecore-dev/onecore/amx"
 )
@@ -195,9 +196,9 @@ func (m *Model[T]) Forward(ids []int32, rowLen int) []T {
 func (m *Model[T]) Backward(dhf []T) {
 	c := m.Cfg
 	N, D := m.n, c.DModel
-	m.dh = growZero(m.dh, N*D)
+	m.dh = grow(m.dh, N*D)
 	dh := m.dh
-	rmsnormBwd(m.hLast, m.P.W("norm.g"), m.rF, dhf, dh, m.P.G("norm.g"), D)
+	rmsnormBwdTo(m.hLast, m.P.W("norm.g"), m.rF, dhf, dh, m.P.G("norm.g"), D, false)
 	// every mixer / MLP backward overwrites dn (its input gradient)
 	dn := m.bufRaw("dn", N*D)
 	for li := len(c.Layers) - 1; li >= 0; li-- {
@@ -245,7 +246,10 @@ func rmsnormFwd[T Float](x, g, y, r []T, D int, eps T) {
 }
 
 // rmsnormBwd adds the input gradient to dx and the gain gradient to dg.
-func rmsnormBwd[T Float](x, g, r, dy, dx, dg []T, D int) {
+func rmsnormBwd[T Float](x, g, r, dy, dx, dg []T, D int) { rmsnormBwdTo(x, g, r, dy, dx, dg, D, true) }
+
+// rmsnormBwdTo is rmsnormBwd that overwrites dx unless acc.
+func rmsnormBwdTo[T Float](x, g, r, dy, dx, dg []T, D int, acc bool) {
 	for t := 0; t < len(x)/D; t++ {
 		row, d := x[t*D:(t+1)*D], dy[t*D:(t+1)*D]
 		inv := r[t]
@@ -257,6 +261,9 @@ func rmsnormBwd[T Float](x, g, r, dy, dx, dg []T, D int) {
 		}
 		c := dot * inv * inv * inv / T(D)
 		out := dx[t*D : (t+1)*D]
+		if !acc {
+			clear(out)
+		}
 		for i, v := range row {
 			out[i] += inv*g[i]*d[i] - v*c
 		}
@@ -400,4 +407,25 @@ func (m *Model[T]) normFwd(x, g, y, r []T, yb *[]amx.BF16, eps T) {
 		amx.RMSNorm(y32[t*D:(t+1)*D], (*yb)[t*D:(t+1)*D], row, g32, float32(eps))
 		r32[t] = float32(1 / math.Sqrt(float64(amx.Dot(row, row))/float64(D)+float64(eps)))
 	}
+}
+
+// gemmWeight computes C (M×n) (+)= A·op(W) for expert e's slice w of the
+// weight tensor name: op(W) = W (k×n) or, with tW, Wᵀ (w stored n×k). The
+// float32 model multiplies by the step's cached bf16 pack of that expert's
+// W or Wᵀ instead of converting and packing it per call.
+func (m *Model[T]) gemmWeight(name string, e, M, k, n int, a, w []T, tW bool, c []T, acc bool) {
+	f := m.f32
+	if f == nil || M == 0 {
+		gemm(m.ws, M, k, n, a, false, w, tW, c, acc)
+		return
+	}
+	v := f32s(a, w, c)
+	key := name + "#" + strconv.Itoa(e)
+	var b *amx.Matrix
+	if tW {
+		b = f.weight(key, v[1], n, k, true)
+	} else {
+		b = f.weight(key, v[1], k, n, false)
+	}
+	f.mul(M, f.toBF("gemmWeight.a", v[0][:M*k]), b, v[2], acc)
 }

@@ -3,6 +3,8 @@ package train
 import (
 	"math"
 	"sort"
+
+	"github.com/onecore-dev/onecore/amx"
 )
 
 // moeBlock is one route block of one document: tokens [t0, t1), routed
@@ -97,7 +99,7 @@ func (m *Model[T]) moeFwd(li int, lc *layerCache[T], pre string, out []T) {
 		for k, e := range b.sel {
 			load[e] += M
 			u := b.u[k*M*F : (k+1)*M*F]
-			gemm(m.ws, M, D, F, x, false, wup[e*D*F:(e+1)*D*F], false, u, false)
+			m.gemmWeight(pre+"moe.w_up", e, M, D, F, x, wup[e*D*F:(e+1)*D*F], false, u, false)
 			g := b.gates[k]
 			for i, v := range u {
 				if v < 0 {
@@ -105,7 +107,7 @@ func (m *Model[T]) moeFwd(li int, lc *layerCache[T], pre string, out []T) {
 				}
 				hid[i] = g * v * v
 			}
-			gemm(m.ws, M, F, D, hid, false, wdown[e*F*D:(e+1)*F*D], false, y, true)
+			m.gemmWeight(pre+"moe.w_down", e, M, F, D, hid, wdown[e*F*D:(e+1)*F*D], false, y, true)
 		}
 	}
 	m.Load[li] = load
@@ -175,10 +177,16 @@ func (m *Model[T]) moeBwd(li int, lc *layerCache[T], pre string, dy, dx []T) {
 		dyb := dy[b.t0*D : b.t1*D]
 		dxb := dx[b.t0*D : b.t1*D]
 		hid, t1, du = grow(hid, M*F), grow(t1, M*F), grow(du, M*F)
+		var xT []amx.BF16
+		if f := m.f32; f != nil {
+			// the block's xᵀ and packed dy serve every selected expert
+			xT = f.transposed("moe.xT", f.toBF("moe.x", any(x).([]float32)), M, D)
+			amx.PackFor(f.kern, &f.tmp2, M, D, f.toBF("moe.dy", any(dyb).([]float32)), D)
+		}
 		for k, e := range b.sel {
 			u := b.u[k*M*F : (k+1)*M*F]
 			g := b.gates[k]
-			gemm(m.ws, M, D, F, dyb, false, wdown[e*F*D:(e+1)*F*D], true, t1, false)
+			m.gemmWeight(pre+"moe.w_down", e, M, D, F, dyb, wdown[e*F*D:(e+1)*F*D], true, t1, false)
 			var s T
 			for i, v := range u {
 				if v <= 0 {
@@ -191,9 +199,16 @@ func (m *Model[T]) moeBwd(li int, lc *layerCache[T], pre string, dy, dx []T) {
 				du[i] = g * t1[i] * 2 * v
 			}
 			dg[k] = s
-			gemm(m.ws, F, M, D, hid, true, dyb, false, dwdown[e*F*D:(e+1)*F*D], true)
-			gemm(m.ws, D, M, F, x, true, du, false, dwup[e*D*F:(e+1)*D*F], true)
-			gemm(m.ws, M, F, D, du, false, wup[e*D*F:(e+1)*D*F], true, dxb, true)
+			if f := m.f32; f != nil {
+				v := f32s(hid, du, dwdown[e*F*D:(e+1)*F*D], dwup[e*D*F:(e+1)*D*F])
+				f.mul(F, f.transposed("moe.hidT", f.toBF("moe.hid", v[0][:M*F]), M, F), &f.tmp2, v[2], true)
+				amx.PackFor(f.kern, &f.tmp, M, F, f.toBF("moe.du", v[1][:M*F]), F)
+				f.mul(D, xT, &f.tmp, v[3], true)
+			} else {
+				gemm(m.ws, F, M, D, hid, true, dyb, false, dwdown[e*F*D:(e+1)*F*D], true)
+				gemm(m.ws, D, M, F, x, true, du, false, dwup[e*D*F:(e+1)*D*F], true)
+			}
+			m.gemmWeight(pre+"moe.w_up", e, M, F, D, du, wup[e*D*F:(e+1)*D*F], true, dxb, true)
 		}
 		// gates = softmax(selected logits)
 		clear(dlog)

@@ -1,6 +1,10 @@
 package train
 
-import "math"
+import (
+	"math"
+
+	"github.com/onecore-dev/onecore/amx"
+)
 
 // AdamW is Adam with decoupled weight decay over fp32 master weights.
 type AdamW struct {
@@ -8,47 +12,42 @@ type AdamW struct {
 	// Step counts the updates applied so far.
 	Step int64
 	M, V []float32
-	// decay[i] tells whether parameter element i is decayed (matrices).
-	decay []bool
+	// tensors are the parameter ranges, each decayed (matrices) or not.
+	tensors []adamRange
+}
+
+type adamRange struct {
+	off, n int
+	decay  bool
 }
 
 // NewAdamW makes an optimizer for p with the usual LM settings.
 func NewAdamW(p *Params[float32], weightDecay float64) *AdamW {
 	o := &AdamW{Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: weightDecay,
-		M: make([]float32, len(p.Data)), V: make([]float32, len(p.Data)), decay: make([]bool, len(p.Data))}
+		M: make([]float32, len(p.Data)), V: make([]float32, len(p.Data))}
 	for _, s := range p.Specs {
-		if Decayed(s) {
-			off := p.Off[s.Name]
-			for i := off; i < off+s.Size(); i++ {
-				o.decay[i] = true
-			}
-		}
+		o.tensors = append(o.tensors, adamRange{p.Off[s.Name], s.Size(), Decayed(s)})
 	}
 	return o
 }
 
 // Update applies one step with learning rate lr to p using p.Grad scaled
-// by gradScale (gradient clipping).
+// by gradScale (gradient clipping), one SIMD pass per tensor.
 func (o *AdamW) Update(p *Params[float32], lr, gradScale float64) {
 	o.Step++
 	b1, b2 := float32(o.Beta1), float32(o.Beta2)
 	c1 := 1 - math.Pow(o.Beta1, float64(o.Step))
 	c2 := 1 - math.Pow(o.Beta2, float64(o.Step))
-	stepSize := float32(lr / c1)
-	invC2 := float32(1 / c2)
-	eps := float32(o.Eps)
+	k := amx.AdamWConsts{GradScale: float32(gradScale), Beta1: b1, Beta2: b2, OneMinusB1: 1 - b1, OneMinusB2: 1 - b2,
+		InvC2: float32(1 / c2), Eps: float32(o.Eps), StepSize: float32(lr / c1)}
 	wd := float32(1 - lr*o.WeightDecay)
-	gs := float32(gradScale)
-	for i, g := range p.Grad {
-		g *= gs
-		m := b1*o.M[i] + (1-b1)*g
-		v := b2*o.V[i] + (1-b2)*g*g
-		o.M[i], o.V[i] = m, v
-		w := p.Data[i]
-		if o.decay[i] {
-			w *= wd
+	for _, t := range o.tensors {
+		k.Decay = 1
+		if t.decay {
+			k.Decay = wd
 		}
-		p.Data[i] = w - stepSize*m/(float32(math.Sqrt(float64(v*invC2)))+eps)
+		r := t.off
+		amx.AdamWStep(p.Data[r:r+t.n], p.Grad[r:r+t.n], o.M[r:r+t.n], o.V[r:r+t.n], &k)
 	}
 }
 

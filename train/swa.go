@@ -90,6 +90,25 @@ func scatterAddHead[T Float](x, src []T, r0, r1, ld, h, hd int) {
 	}
 }
 
+// scatterAddHeadT writes srcT (hd × (r1−r0), the transpose of the head's
+// rows) into the head columns of rows [r0, r1) of x: added for rows below
+// rs, stored from rs on.
+func scatterAddHeadT[T Float](x, srcT []T, r0, rs, r1, ld, h, hd int) {
+	n := r1 - r0
+	for r := r0; r < r1; r++ {
+		d := x[r*ld+h*hd : r*ld+(h+1)*hd]
+		if r >= rs {
+			for i := range d {
+				d[i] = srcT[i*n+r-r0]
+			}
+			continue
+		}
+		for i := range d {
+			d[i] += srcT[i*n+r-r0]
+		}
+	}
+}
+
 // swaFwd: sliding-window softmax attention with the document mask
 // j ≤ i ∧ i−j < W ∧ doc(i) = doc(j), chunked so every product is a GEMM.
 func (m *Model[T]) swaFwd(lc *layerCache[T], pre string, out []T) {
@@ -146,9 +165,11 @@ func (m *Model[T]) swaBwd(lc *layerCache[T], pre string, dy, dx []T) {
 	HD := H * hd
 	do := m.bufRaw("swa.do", N*HD)
 	m.outProjBwd(lc.o, HD, pre+"swa.wo", dy, do)
-	dq := m.buf("swa.dq", N*HD)
-	dk := m.buf("swa.dk", N*HD)
-	dv := m.buf("swa.dv", N*HD)
+	// chunks come in stream order: a chunk's queries and its own keys are
+	// written first (set), keys of the previous chunk accumulate
+	dq := m.bufRaw("swa.dq", N*HD)
+	dk := m.bufRaw("swa.dk", N*HD)
+	dv := m.bufRaw("swa.dv", N*HD)
 	scale := T(1 / math.Sqrt(float64(hd)))
 	qh := m.bufRaw("swa.qh", W*hd)
 	kh := m.bufRaw("swa.kh", 2*W*hd)
@@ -176,11 +197,13 @@ func (m *Model[T]) swaBwd(lc *layerCache[T], pre string, dy, dx []T) {
 				}
 			}
 			gemm(m.ws, nq, nk, hd, ds, false, kh, false, dqh[:nq*hd], false)
-			gemm(m.ws, nk, nq, hd, ds, true, qh, false, dkh[:nk*hd], false)
-			gemm(m.ws, nk, nq, hd, p, true, doh, false, dvh[:nk*hd], false)
-			scatterAddHead(dq, dqh, ch.c0, ch.c1, HD, h, hd)
-			scatterAddHead(dk, dkh, ch.k0, ch.c1, HD, h, hd)
-			scatterAddHead(dv, dvh, ch.k0, ch.c1, HD, h, hd)
+			// dK = dSᵀ·Q and dV = Pᵀ·dO computed transposed (dKᵀ = Qᵀ·dS):
+			// the GEMM's transposed A is then hd×nq, not nk×nq
+			gemm(m.ws, hd, nq, nk, qh, true, ds, false, dkh[:hd*nk], false)
+			gemm(m.ws, hd, nq, nk, doh, true, p, false, dvh[:hd*nk], false)
+			scatterHead(dq, dqh, ch.c0, ch.c1, HD, h, hd)
+			scatterAddHeadT(dk, dkh, ch.k0, ch.c0, ch.c1, HD, h, hd)
+			scatterAddHeadT(dv, dvh, ch.k0, ch.c0, ch.c1, HD, h, hd)
 		}
 	}
 	m.ropeRows(dq, true)
