@@ -31,13 +31,18 @@ if [[ $what == prefill || $what == all ]]; then
 fi
 
 if [[ $what == train || $what == all ]]; then
+  tbin=$(dirname "$bin")/train.test
+  go test -c -o "$tbin" ./train
+  metric() { awk -v m="$1" '{for (i=1;i<NF;i++) if ($(i+1)==m) print $i}'; }
   for model in Dense MoE; do
     flag=""; [[ $model == MoE ]] && flag=--moe
     for round in 1 2; do
-      g=$(taskset -c "$cpu" go test ./train -run '^$' -bench "BenchmarkTrainStep$model\$" -benchtime 3x | awk '/tok\/s/ {for (i=1;i<=NF;i++) if ($(i+1)=="tok/s") print $i}')
+      # same shape on both sides: 16 rows x 256 tokens, 512 sampled negatives
+      g=$(GOMAXPROCS=1 taskset -c "$cpu" "$tbin" -test.run '^$' -test.bench "BenchmarkTrainStep$model\$" -test.benchtime 3x)
+      gw=$(metric tok/s <<<"$g"); gc=$(metric tok/cpu-s <<<"$g")
       t=$(taskset -c "$cpu" $py bench/torch_train.py $flag --steps 3)
-      tt=$(field train_tok_s <<<"$t")
-      echo "train $model round $round: go $g tok/s, torch $tt tok/s, ratio $(ratio "$g" "$tt")"
+      tw=$(field train_tok_s <<<"$t"); tc=$(field train_tok_cpu_s <<<"$t")
+      echo "train $model round $round: go $gc tok/cpu-s ($gw wall), torch $tc tok/cpu-s ($tw wall), ratio $(ratio "$gc" "$tc") (wall $(ratio "$gw" "$tw"))"
     done
   done
 fi
