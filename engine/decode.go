@@ -26,6 +26,10 @@ type Request struct {
 	// constrained) distribution at temperature 1 (costs a log-sum-exp over
 	// the vocabulary per token).
 	LogProbs bool
+	// LogProbsBeforeAllow makes LogProbs report log p(Token) under the
+	// vocabulary mask alone, before Allow narrows the choice: what a prefill
+	// of prompt+continuation would report, so callers need not rescore.
+	LogProbsBeforeAllow bool
 	Sampling
 }
 
@@ -52,6 +56,7 @@ type Decoder struct {
 	out    []Token
 	scores []float32
 	keep   []float32
+	raw    []float32 // a masked row before Allow (LogProbsBeforeAllow)
 }
 
 // NewDecoder creates a decoder on in. The decoder uses in's scratch: do
@@ -148,11 +153,17 @@ func (d *Decoder) Step() []Token {
 	for i, st := range d.active {
 		row := d.logits[i*V : (i+1)*V]
 		in.m.applyMask(row)
+		lpRow := row
+		if st.req.LogProbs && st.req.LogProbsBeforeAllow && st.req.Allow != nil {
+			d.raw = growF(d.raw, V)
+			lpRow = d.raw[:V]
+			copy(lpRow, row)
+		}
 		tok, lp := int32(-1), float32(0)
 		if st.req.Allow == nil || d.constrain(row, st.req.Allow(st.gen)) {
 			tok = d.smp.pick(row, &st.req.Sampling, st.rng)
 			if st.req.LogProbs {
-				lp = in.logProb(row, tok, false)
+				lp = in.logProb(lpRow, tok, false)
 			}
 		}
 		st.made++

@@ -275,6 +275,29 @@ func TestDecodeConstraintsAndLogProbs(t *testing.T) {
 			t.Fatalf("constrained tokens %v", got)
 		}
 	}
+	// Constrained with LogProbsBeforeAllow: the log-probs are the model's
+	// under the vocabulary mask alone, as a prefill of prompt+answer says.
+	allow := func(g []int32) []int32 { return []int32{10, 20, 30, 5} }
+	for _, before := range []bool{false, true} {
+		dec.Add(Request{Prompt: prompt, MaxNew: 5, StopIDs: []int32{}, LogProbs: true, LogProbsBeforeAllow: before, Allow: allow})
+		gen, lps = gen[:0], lps[:0]
+		for dec.Active() > 0 {
+			for _, tk := range dec.Step() {
+				gen, lps = append(gen, tk.Token), append(lps, tk.LogProb)
+			}
+		}
+		full := append(append([]int32(nil), prompt...), gen...)
+		res, err := in.Prefill([][]int32{full}, Want{LogProbs: true, MaskVocab: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, lp := range lps {
+			want := res[0].LogProbs[len(prompt)-1+i]
+			if close := math.Abs(float64(lp-want)) <= 0.05; close != before {
+				t.Fatalf("LogProbsBeforeAllow=%v, token %d: decode log-prob %v, prefill %v", before, i, lp, want)
+			}
+		}
+	}
 	// Nothing allowed: the document ends without a token.
 	dec.Add(Request{Prompt: prompt, MaxNew: 8, Allow: func([]int32) []int32 { return []int32{5} }})
 	if tk := dec.Step(); len(tk) != 1 || tk[0].Token != -1 || !tk[0].Done || dec.Active() != 0 {

@@ -196,10 +196,10 @@ func (w *engineWorker) Forward(docs [][]int32, want Want) ([]Output, error) {
 // Generate decodes greedily with the engine's batched decoder: one packed
 // prefill of the prompts, then one incremental step per generated token,
 // constrained by opt.Allow when set (the decoder applies it after the
-// vocabulary mask). The log-probs come from one batched prefill over
-// prompt+answer afterwards: the decoder reports constrained log-probs
-// (renormalised over the allowed ids), but answer_logprob is the model's
-// log-prob of the answer under the vocabulary mask alone, in every mode.
+// vocabulary mask). answer_logprob is the model's log-prob of the answer
+// (plus the stop token that ended it) under the vocabulary mask alone, in
+// every mode: the decoder reports it per token (LogProbsBeforeAllow), so
+// no rescoring prefill is needed.
 func (w *engineWorker) Generate(prompts [][]int32, opt GenOptions) ([]Generation, error) {
 	stops := map[int32]bool{}
 	for _, s := range w.m.StopIDs() {
@@ -207,7 +207,7 @@ func (w *engineWorker) Generate(prompts [][]int32, opt GenOptions) ([]Generation
 	}
 	reqs := make([]engine.Request, len(prompts))
 	for i, p := range prompts {
-		reqs[i] = engine.Request{Prompt: p, MaxNew: opt.MaxNew, StopIDs: w.m.StopIDs()}
+		reqs[i] = engine.Request{Prompt: p, MaxNew: opt.MaxNew, StopIDs: w.m.StopIDs(), LogProbs: true, LogProbsBeforeAllow: true}
 		if opt.Allow != nil {
 			reqs[i].Allow = func(gen []int32) []int32 { return opt.Allow(i, gen) }
 		}
@@ -222,54 +222,21 @@ func (w *engineWorker) Generate(prompts [][]int32, opt GenOptions) ([]Generation
 		index[id] = i
 	}
 	gens := make([]Generation, len(prompts))
-	stopTok := make([]int32, len(prompts))
 	for dec.Active() > 0 {
 		for _, t := range dec.Step() {
 			i := index[t.Seq]
 			switch {
 			case t.Token < 0: // nothing allowed: ends without a token
 			case stops[t.Token]:
-				gens[i].Stopped, stopTok[i] = true, t.Token
+				gens[i].Stopped = true
+				gens[i].LogProb += t.LogProb
 			default:
 				gens[i].Tokens = append(gens[i].Tokens, t.Token)
+				gens[i].LogProb += t.LogProb
 			}
 		}
 	}
-	return gens, w.answerLogProbs(prompts, gens, stopTok)
-}
-
-// answerLogProbs fills each generation's log-prob (answer tokens, plus the
-// stop token when one ended it) with one batched prefill, under the
-// vocabulary mask the decoder sampled with. An empty answer that no stop
-// token ended (nothing was allowed) has log-prob 0 and is not scored.
-func (w *engineWorker) answerLogProbs(prompts [][]int32, gens []Generation, stop []int32) error {
-	var seqs [][]int32
-	var idx []int
-	for i, p := range prompts {
-		if len(gens[i].Tokens) == 0 && !gens[i].Stopped {
-			continue
-		}
-		seq := concat(p, gens[i].Tokens)
-		if gens[i].Stopped {
-			seq = append(seq, stop[i])
-		}
-		seqs, idx = append(seqs, seq), append(idx, i)
-	}
-	if len(seqs) == 0 {
-		return nil
-	}
-	res, err := w.in.Prefill(seqs, engine.Want{LogProbs: true, MaskVocab: true})
-	if err != nil {
-		return err
-	}
-	for k, i := range idx {
-		var s float32
-		for _, v := range res[k].LogProbs[len(prompts[i])-1:] {
-			s += v
-		}
-		gens[i].LogProb = s
-	}
-	return nil
+	return gens, nil
 }
 
 func (w *engineWorker) Close() error { return nil }
