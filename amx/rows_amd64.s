@@ -1,90 +1,31 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "exp512_amd64.h"
 
-// AVX-512 row-batched kernels (rows_amd64.go). The exp is the one of
-// softmax_amd64.s (same algorithm and constants; macros are per file, so
-// it is repeated here). bf16 rounding is FromFloat32's: round to nearest
-// even, NaN → (u>>16)|0x40.
+// AVX-512 row-batched kernels (rows_amd64.go). The exp (EXP16) comes
+// from exp512_amd64.h, shared with softmax_amd64.s. bf16 rounding is
+// FromFloat32's: round to nearest even, NaN → (u>>16)|0x40.
 
-DATA rowc<>+0(SB)/4, $88.3762626647949
-DATA rowc<>+4(SB)/4, $-88.3762626647949
-DATA rowc<>+8(SB)/4, $1.44269504088896341
-DATA rowc<>+12(SB)/4, $0.5
-DATA rowc<>+16(SB)/4, $0.693359375
-DATA rowc<>+20(SB)/4, $-2.12194440e-4
-DATA rowc<>+24(SB)/4, $1.9875691500e-4
-DATA rowc<>+28(SB)/4, $1.3981999507e-3
-DATA rowc<>+32(SB)/4, $8.3334519073e-3
-DATA rowc<>+36(SB)/4, $4.1665795894e-2
-DATA rowc<>+40(SB)/4, $1.6666665459e-1
-DATA rowc<>+44(SB)/4, $5.0000001201e-1
-DATA rowc<>+48(SB)/4, $1.0
-DATA rowc<>+52(SB)/4, $127
-DATA rowc<>+56(SB)/4, $0x00007fff
-DATA rowc<>+60(SB)/4, $0x00000001
-DATA rowc<>+64(SB)/4, $0x00000040
-DATA rowc<>+68(SB)/4, $0x80000000
-DATA rowc<>+72(SB)/8, $1.0
-DATA rowc<>+80(SB)/4, $2.0
-DATA rowc<>+84(SB)/4, $0.07692307692307693 // 1/13
-DATA rowc<>+88(SB)/4, $0.09090909090909091 // 1/11
-DATA rowc<>+92(SB)/4, $0.1111111111111111  // 1/9
-DATA rowc<>+96(SB)/4, $0.14285714285714285 // 1/7
-DATA rowc<>+100(SB)/4, $0.2                // 1/5
-DATA rowc<>+104(SB)/4, $0.3333333333333333 // 1/3
-GLOBL rowc<>(SB), RODATA|NOPTR, $108
-
-// TAILMASK sets K1 to the low n&15 lanes.
-#define TAILMASK(n) \
-	MOVQ n, AX \
-	ANDQ $15, AX \
-	MOVQ AX, CX \
-	MOVQ $1, AX \
-	SHLQ CX, AX \
-	DECQ AX \
-	KMOVW AX, K1
-
-// EXPCONST loads EXP16's constants into Z6..Z13.
-#define EXPCONST \
-	VBROADCASTSS rowc<>+0(SB), Z13 \
-	VBROADCASTSS rowc<>+4(SB), Z12 \
-	VBROADCASTSS rowc<>+8(SB), Z11 \
-	VBROADCASTSS rowc<>+12(SB), Z10 \
-	VBROADCASTSS rowc<>+16(SB), Z9 \
-	VBROADCASTSS rowc<>+20(SB), Z8 \
-	VBROADCASTSS rowc<>+48(SB), Z7 \
-	VPBROADCASTD rowc<>+52(SB), Z6
-
-// EXP16 computes Z3 = exp(Z0 − Z15) (clobbers Z0..Z2).
-#define EXP16 \
-	VSUBPS  Z15, Z0, Z0 \
-	VMINPS  Z13, Z0, Z0 \
-	VMAXPS  Z12, Z0, Z0 \
-	VMOVAPS Z10, Z1 \
-	VFMADD231PS Z11, Z0, Z1 \
-	VRNDSCALEPS $1, Z1, Z1 \
-	VFNMADD231PS Z9, Z1, Z0 \
-	VFNMADD231PS Z8, Z1, Z0 \
-	VMULPS Z0, Z0, Z2 \
-	VBROADCASTSS rowc<>+24(SB), Z3 \
-	VFMADD213PS.BCST rowc<>+28(SB), Z0, Z3 \
-	VFMADD213PS.BCST rowc<>+32(SB), Z0, Z3 \
-	VFMADD213PS.BCST rowc<>+36(SB), Z0, Z3 \
-	VFMADD213PS.BCST rowc<>+40(SB), Z0, Z3 \
-	VFMADD213PS.BCST rowc<>+44(SB), Z0, Z3 \
-	VFMADD213PS Z0, Z2, Z3 \
-	VADDPS Z7, Z3, Z3 \
-	VCVTPS2DQ Z1, Z1 \
-	VPADDD Z6, Z1, Z1 \
-	VPSLLD $23, Z1, Z1 \
-	VMULPS Z1, Z3, Z3
+DATA rowc<>+0(SB)/4, $0x00007fff
+DATA rowc<>+4(SB)/4, $0x00000001
+DATA rowc<>+8(SB)/4, $0x00000040
+DATA rowc<>+12(SB)/4, $0x80000000
+DATA rowc<>+16(SB)/8, $1.0
+DATA rowc<>+24(SB)/4, $2.0
+DATA rowc<>+28(SB)/4, $0.07692307692307693 // 1/13
+DATA rowc<>+32(SB)/4, $0.09090909090909091 // 1/11
+DATA rowc<>+36(SB)/4, $0.1111111111111111  // 1/9
+DATA rowc<>+40(SB)/4, $0.14285714285714285 // 1/7
+DATA rowc<>+44(SB)/4, $0.2                // 1/5
+DATA rowc<>+48(SB)/4, $0.3333333333333333 // 1/3
+GLOBL rowc<>(SB), RODATA|NOPTR, $52
 
 // BFCONST loads BF16's constants into Z16..Z18.
 #define BFCONST \
-	VPBROADCASTD rowc<>+56(SB), Z16 \
-	VPBROADCASTD rowc<>+60(SB), Z17 \
-	VPBROADCASTD rowc<>+64(SB), Z18
+	VPBROADCASTD rowc<>+0(SB), Z16 \
+	VPBROADCASTD rowc<>+4(SB), Z17 \
+	VPBROADCASTD rowc<>+8(SB), Z18
 
 // BF16 rounds the 16 floats of src to bf16 in the low halves of dst's
 // dwords (clobbers Z4, K2).
@@ -115,7 +56,7 @@ TEXT ·mulExpDiffBF16x512(SB), NOSPLIT, $0-36
 	MOVQ x+8(FP), SI
 	MOVQ l+16(FP), R8
 	MOVQ n+24(FP), DX
-	VPBROADCASTD rowc<>+68(SB), Z19 // sign bit
+	VPBROADCASTD rowc<>+12(SB), Z19 // sign bit
 	VBROADCASTSS c+32(FP), Z15
 	VPXORD Z19, Z15, Z15
 	EXPCONST
@@ -190,7 +131,7 @@ TEXT ·rmsNormRows512(SB), NOSPLIT, $0-60
 	MOVQ group+48(FP), R13
 	VMOVSS eps+56(FP), X20
 	VCVTSI2SSQ R13, X21, X21
-	VMOVSD rowc<>+72(SB), X22
+	VMOVSD rowc<>+16(SB), X22
 	BFCONST
 rnrow:
 	MOVQ R10, R14
@@ -326,12 +267,12 @@ rpnext:
 	VADDPS Z21, Z3, Z1 \
 	VDIVPS Z1, Z3, Z1 \
 	VMULPS Z1, Z1, Z2 \
-	VBROADCASTSS rowc<>+84(SB), Z5 \
-	VFMADD213PS.BCST rowc<>+88(SB), Z2, Z5 \
-	VFMADD213PS.BCST rowc<>+92(SB), Z2, Z5 \
-	VFMADD213PS.BCST rowc<>+96(SB), Z2, Z5 \
-	VFMADD213PS.BCST rowc<>+100(SB), Z2, Z5 \
-	VFMADD213PS.BCST rowc<>+104(SB), Z2, Z5 \
+	VBROADCASTSS rowc<>+28(SB), Z5 \
+	VFMADD213PS.BCST rowc<>+32(SB), Z2, Z5 \
+	VFMADD213PS.BCST rowc<>+36(SB), Z2, Z5 \
+	VFMADD213PS.BCST rowc<>+40(SB), Z2, Z5 \
+	VFMADD213PS.BCST rowc<>+44(SB), Z2, Z5 \
+	VFMADD213PS.BCST rowc<>+48(SB), Z2, Z5 \
 	VFMADD213PS Z7, Z2, Z5 \
 	VMULPS Z5, Z1, Z5 \
 	VADDPS Z5, Z5, Z5 \
@@ -346,8 +287,8 @@ TEXT ·softplus512(SB), NOSPLIT, $0-24
 	EXPCONST
 	VPXORD Z15, Z15, Z15
 	VPXORD Z22, Z22, Z22
-	VPBROADCASTD rowc<>+68(SB), Z19
-	VBROADCASTSS rowc<>+80(SB), Z21
+	VPBROADCASTD rowc<>+12(SB), Z19
+	VBROADCASTSS rowc<>+24(SB), Z21
 	MOVQ DX, BX
 	SHRQ $4, BX
 	JZ   sptail
@@ -393,7 +334,7 @@ TEXT ·decayMaskBF16x512(SB), NOSPLIT, $0-32
 	MOVQ x+8(FP), SI
 	MOVQ l+16(FP), R8
 	MOVQ n+24(FP), DX
-	VPBROADCASTD rowc<>+68(SB), Z19
+	VPBROADCASTD rowc<>+12(SB), Z19
 	EXPCONST
 	BFCONST
 	XORQ R9, R9 // i
