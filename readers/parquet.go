@@ -42,11 +42,9 @@ type parquetSource struct {
 	keep     []keepColumn  // one per Options.Keep
 	cursors  []*leafCursor // all leaf cursors, for advancing row groups
 
-	rg       int   // next row group
-	rgLeft   int64 // rows left in the current row group
-	row      int64 // file row of the next row
-	rowsRead int64
-	buf      []byte
+	rg       int                 // next row group
+	rgLeft   int64               // rows left in the current row group
+	row      int64               // file row of the next row
 	keepVals [][][]parquet.Value // per keep column: its leaves' values of this row
 	keepBuf  []Value             // Document.Keep, reused with Options.Borrow
 }
