@@ -88,8 +88,8 @@ func simulateAMX(t *testing.T) {
 	if !KernelAVX512BF16.Supported() {
 		t.Fatalf("the AMX driver's epilogue needs AVX-512 (CPU: %+v)", CPU())
 	}
-	amxSimulated, amxTilesImpl = true, amxTilesModel
-	t.Cleanup(func() { amxSimulated, amxTilesImpl = false, amxTiles })
+	amxSimulated, amxTilesSim = true, func(p amxArgs) { amxTilesModel(&p) }
+	t.Cleanup(func() { amxSimulated, amxTilesSim = false, nil })
 }
 
 // TestAMXModel runs the AMX packing, blocking, padding and epilogue with

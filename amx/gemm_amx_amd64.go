@@ -41,9 +41,21 @@ func amxTiles(p *amxArgs)
 //go:noescape
 func amxPeak(cfg *byte, n int)
 
-// amxTilesImpl runs the tile program: the assembly, or in tests the
-// software model (amx_model_test.go) that cannot fault on a CPU without AMX.
-var amxTilesImpl = amxTiles
+// amxTilesSim, set only by tests, replaces the tile program with the
+// software model (amx_model_test.go) that cannot fault on a CPU without
+// AMX. It takes the arguments by value so that the hardware path's
+// argument block stays on the stack (a pointer passed to a function
+// variable escapes: one allocation per panel).
+var amxTilesSim func(amxArgs)
+
+// runTiles runs the tile program on x.
+func runTiles(x *amxArgs) {
+	if amxTilesSim != nil {
+		amxTilesSim(*x)
+		return
+	}
+	amxTiles(x)
+}
 
 // amxSimulated, set only by tests, makes KernelAMX available with the
 // software tile model in place of the hardware.
@@ -72,6 +84,10 @@ func init() {
 // amxPanelLen is the packed size (bf16) of one 64-column panel.
 func amxPanelLen(k int) int { return 2 * ((k + kAMX - 1) / kAMX) * 1024 }
 
+// packAMX writes b in the layout above. A K-pair of one column is one
+// uint32 (low half the even K row), so a tile row is 16 uint32s: the
+// non-transposed case interleaves two B rows, the transposed case reads
+// each pair as one 32-bit load. Only a ragged matrix needs the clear.
 func packAMX(dst *Matrix, b []BF16, ldb int, transposed bool) {
 	k, n := dst.K, dst.N
 	kt := (k + kAMX - 1) / kAMX
@@ -83,19 +99,59 @@ func packAMX(dst *Matrix, b []BF16, ldb int, transposed bool) {
 	}
 	dst.bf16 = dst.bf16[:size]
 	dst.f32 = dst.f32[:0]
-	clear(dst.bf16)
-	for j := 0; j < n; j++ {
-		pn, s, h, c := j/nrAMX, j%nrAMX/32, j%32/16, j%16
-		base := pn*plen + s*kt*1024 + h*512 + 2*c
-		for kk := 0; kk < k; kk++ {
-			var v BF16
-			if transposed {
-				v = b[j*ldb+kk]
-			} else {
-				v = b[kk*ldb+j]
+	if size == 0 {
+		return
+	}
+	if k%kAMX != 0 || n%nrAMX != 0 {
+		clear(dst.bf16)
+	}
+	out := unsafe.Slice((*uint32)(unsafe.Pointer(&dst.bf16[0])), size/2)
+	kp := k / 2 // whole K-pairs
+	groups := (n + 15) / 16
+	// groupBase is the uint32 offset of 16-column group g's first tile.
+	groupBase := func(g int) int { return (g/4)*plen/2 + (g%4/2)*kt*512 + g%2*256 }
+	pairOff := func(p int) int { return p/16*512 + p%16*16 }
+	if transposed {
+		for g := 0; g < groups; g++ {
+			gb := groupBase(g)
+			for c := 0; c < min(16, n-g*16); c++ {
+				row := b[(g*16+c)*ldb:]
+				row = row[:k]
+				for p := 0; p < kp; p++ {
+					out[gb+pairOff(p)+c] = uint32(row[2*p]) | uint32(row[2*p+1])<<16
+				}
+				if k%2 != 0 {
+					out[gb+pairOff(kp)+c] = uint32(row[k-1])
+				}
 			}
-			// K tile kk/32, pair row (kk%32)/2, element kk%2.
-			dst.bf16[base+(kk/kAMX)*1024+(kk%kAMX/2)*32+kk%2] = v
+		}
+		return
+	}
+	for p := 0; p < (k+1)/2; p++ {
+		r0 := b[2*p*ldb:]
+		r0 = r0[:n]
+		var r1 []BF16
+		if 2*p+1 < k {
+			r1 = b[(2*p+1)*ldb:]
+			r1 = r1[:n]
+		}
+		po := pairOff(p)
+		for g := 0; g < groups; g++ {
+			j0 := g * 16
+			w := min(16, n-j0)
+			o := out[groupBase(g)+po:]
+			o = o[:w]
+			a := r0[j0 : j0+w]
+			if r1 == nil {
+				for c := range o {
+					o[c] = uint32(a[c])
+				}
+				continue
+			}
+			bb := r1[j0 : j0+w]
+			for c := range o {
+				o[c] = uint32(a[c]) | uint32(bb[c])<<16
+			}
 		}
 	}
 }
@@ -148,12 +204,12 @@ func matmulAMX(m int, a []BF16, lda int, b *Matrix, c []float32, ldc int, ep *Ep
 				ldo: nrAMX * 4, cfg: unsafe.Pointer(&tileConfig[0])}
 			if full > 0 {
 				x.a, x.lda, x.blocks, x.out = aIn, ldaIn, full, unsafe.Pointer(&sums[0])
-				amxTilesImpl(&x)
+				runTiles(&x)
 			}
 			if blocks > full {
 				x.a, x.lda, x.blocks = unsafe.Pointer(&acopy[0]), uintptr(kpad)*2, blocks-full
 				x.out = unsafe.Pointer(&sums[full*mAMX*nrAMX])
-				amxTilesImpl(&x)
+				runTiles(&x)
 			}
 		}
 		p := tmpl
