@@ -20,6 +20,8 @@ const (
 	nrAMX = 64 // columns per packed panel
 	kAMX  = 32 // K per tile step
 	mAMX  = 32 // rows per block (two A tiles)
+
+	chunkAMX = 8 // row blocks per tile call: 256×64 fp32 sums = 64 KiB
 )
 
 // amxArgs is amxTiles' argument block (offsets in amx/_gen/amx.go).
@@ -181,55 +183,66 @@ func matmulAMX(m int, a []BF16, lda int, b *Matrix, c []float32, ldc int, ep *Ep
 	if full > 0 {
 		aIn = unsafe.Pointer(&a[0])
 	}
-	obuf := getF32(blocks * mAMX * nrAMX)
+	// Row chunks of chunkAMX blocks: the tiles' sums for one chunk and
+	// panel (64 KiB) stay in cache until the epilogue reads them, where one
+	// pass over all rows per panel streams M×256 B out and back in.
+	obuf := getF32(min(blocks, chunkAMX) * mAMX * nrAMX)
 	defer f32Pool.Put(obuf)
 	sums := *obuf
 	var tmpl dpArgs
 	tmpl.ldc = uintptr(ldc) * 4
 	epilogueFlags(&tmpl, ep, c)
+	var ldo int
 	if ep != nil {
-		tmpl.ldo = uintptr(ep.ldOut(n)) * 2
+		ldo = ep.ldOut(n)
+		tmpl.ldo = uintptr(ldo) * 2
 	}
 	tmpl.flags |= fLoadAcc
-	tmpl.m = m
 	tmpl.acc = unsafe.Pointer(&sums[0])
 	plen := amxPanelLen(k)
-	for pn := 0; pn*nrAMX < n; pn++ {
-		j0 := pn * nrAMX
-		cols := min(nrAMX, n-j0)
-		if kt == 0 {
-			clear(sums)
-		} else {
-			x := amxArgs{b: unsafe.Pointer(&b.bf16[pn*plen]), kt: kt, nsub: (cols + 31) / 32,
-				ldo: nrAMX * 4, cfg: unsafe.Pointer(&tileConfig[0])}
-			if full > 0 {
-				x.a, x.lda, x.blocks, x.out = aIn, ldaIn, full, unsafe.Pointer(&sums[0])
-				runTiles(&x)
+	for b0 := 0; b0 < blocks; b0 += chunkAMX {
+		b1 := min(blocks, b0+chunkAMX)
+		r0 := b0 * mAMX
+		for pn := 0; pn*nrAMX < n; pn++ {
+			j0 := pn * nrAMX
+			cols := min(nrAMX, n-j0)
+			if kt == 0 {
+				clear(sums)
+			} else {
+				x := amxArgs{b: unsafe.Pointer(&b.bf16[pn*plen]), kt: kt, nsub: (cols + 31) / 32,
+					ldo: nrAMX * 4, cfg: unsafe.Pointer(&tileConfig[0])}
+				if f := min(full, b1); f > b0 { // blocks read in place
+					x.a = unsafe.Add(aIn, uintptr(r0)*ldaIn)
+					x.lda, x.blocks, x.out = ldaIn, f-b0, unsafe.Pointer(&sums[0])
+					runTiles(&x)
+				}
+				if p0 := max(full, b0); b1 > p0 { // blocks from the padded copy
+					x.a = unsafe.Pointer(&acopy[(p0-full)*mAMX*kpad])
+					x.lda, x.blocks = uintptr(kpad)*2, b1-p0
+					x.out = unsafe.Pointer(&sums[(p0-b0)*mAMX*nrAMX])
+					runTiles(&x)
+				}
 			}
-			if blocks > full {
-				x.a, x.lda, x.blocks = unsafe.Pointer(&acopy[0]), uintptr(kpad)*2, blocks-full
-				x.out = unsafe.Pointer(&sums[full*mAMX*nrAMX])
-				runTiles(&x)
+			p := tmpl
+			p.m = min(m, b1*mAMX) - r0
+			if cols == nrAMX {
+				p.mask = ^uint64(0)
+			} else {
+				p.mask = 1<<cols - 1
 			}
+			if c != nil {
+				p.c = unsafe.Pointer(&c[r0*ldc+j0])
+			}
+			if p.flags&fBias != 0 {
+				p.bias = unsafe.Pointer(&ep.Bias[j0])
+			}
+			if p.flags&fColScale != 0 {
+				p.cs = unsafe.Pointer(&ep.ColScale[j0])
+			}
+			if p.flags&fBF16 != 0 {
+				p.out = unsafe.Pointer(&ep.OutBF16[r0*ldo+j0])
+			}
+			dpbf16Panel(&p)
 		}
-		p := tmpl
-		if cols == nrAMX {
-			p.mask = ^uint64(0)
-		} else {
-			p.mask = 1<<cols - 1
-		}
-		if c != nil {
-			p.c = unsafe.Pointer(&c[j0])
-		}
-		if p.flags&fBias != 0 {
-			p.bias = unsafe.Pointer(&ep.Bias[j0])
-		}
-		if p.flags&fColScale != 0 {
-			p.cs = unsafe.Pointer(&ep.ColScale[j0])
-		}
-		if p.flags&fBF16 != 0 {
-			p.out = unsafe.Pointer(&ep.OutBF16[j0])
-		}
-		dpbf16Panel(&p)
 	}
 }
