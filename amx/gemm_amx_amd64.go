@@ -83,6 +83,13 @@ func init() {
 	}
 }
 
+// packAMXFast says the AVX-512 pack kernels can run (always, where AMX
+// can; the software-simulated AMX of the tests may lack AVX-512).
+var packAMXFast = func() bool { c := CPU(); return c.AVX512F && c.AVX512BW && c.OSAVX512 }()
+
+// packAMXReference, set only by tests, forces the scalar pack loops.
+var packAMXReference bool
+
 // amxPanelLen is the packed size (bf16) of one 64-column panel.
 func amxPanelLen(k int) int { return 2 * ((k + kAMX - 1) / kAMX) * 1024 }
 
@@ -113,13 +120,29 @@ func packAMX(dst *Matrix, b []BF16, ldb int, transposed bool) {
 	// groupBase is the uint32 offset of 16-column group g's first tile.
 	groupBase := func(g int) int { return (g/4)*plen/2 + (g%4/2)*kt*512 + g%2*256 }
 	pairOff := func(p int) int { return p/16*512 + p%16*16 }
+	fast := packAMXFast && !packAMXReference
 	if transposed {
 		for g := 0; g < groups; g++ {
 			gb := groupBase(g)
+			if fast && g*16+16 <= n {
+				// Whole 32-row K tiles of whole 16-column groups: one
+				// 16×16 dword transpose per tile (tile rows 64 bytes apart).
+				for t := 0; t < k/kAMX; t++ {
+					transpose16x16F32((*float32)(unsafe.Pointer(&out[gb+t*512])),
+						(*float32)(unsafe.Pointer(&b[g*16*ldb+t*kAMX])), 64, ldb*2, 1, 1)
+				}
+				if k%kAMX == 0 {
+					continue
+				}
+			}
 			for c := 0; c < min(16, n-g*16); c++ {
 				row := b[(g*16+c)*ldb:]
 				row = row[:k]
-				for p := 0; p < kp; p++ {
+				p0 := 0
+				if fast && g*16+16 <= n {
+					p0 = k / kAMX * kAMX / 2 // the pairs the transposes wrote
+				}
+				for p := p0; p < kp; p++ {
 					out[gb+pairOff(p)+c] = uint32(row[2*p]) | uint32(row[2*p+1])<<16
 				}
 				if k%2 != 0 {
@@ -138,7 +161,13 @@ func packAMX(dst *Matrix, b []BF16, ldb int, transposed bool) {
 			r1 = r1[:n]
 		}
 		po := pairOff(p)
-		for g := 0; g < groups; g++ {
+		g0 := 0
+		if fast && r1 != nil && n >= 32 {
+			// Whole 32-column sub-panels: sub-panel s's tiles are kt·2 KiB apart.
+			interleaveAMX(&out[po], &r0[0], ldb*2, n/32, kt*2048)
+			g0 = n / 32 * 2
+		}
+		for g := g0; g < groups; g++ {
 			j0 := g * 16
 			w := min(16, n-j0)
 			o := out[groupBase(g)+po:]

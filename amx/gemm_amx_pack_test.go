@@ -30,11 +30,16 @@ func packAMXRef(k, n int, b []BF16, ldb int, transposed bool) []BF16 {
 	return out
 }
 
+// TestPackAMXMatchesReference checks packAMX, with its AVX-512 kernels
+// (where the CPU has them) and with the scalar loops, on ragged shapes.
 func TestPackAMXMatchesReference(t *testing.T) {
+	t.Cleanup(func() { packAMXReference = false })
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, k := range []int{1, 2, 3, 31, 32, 33, 64, 65, 100, 256} {
-		for _, n := range []int{1, 15, 16, 17, 33, 63, 64, 65, 130, 256} {
-			for _, tr := range []bool{false, true} {
+	for _, k := range []int{1, 2, 3, 31, 32, 33, 64, 65, 96, 100, 256} {
+		for _, n := range []int{1, 15, 16, 17, 32, 33, 48, 63, 64, 65, 96, 130, 256} {
+			for _, mode := range []int{0, 1, 2, 3} {
+				tr, ref := mode&1 != 0, mode&2 != 0
+				packAMXReference = ref
 				rows, cols := k, n
 				if tr {
 					rows, cols = n, k
@@ -51,7 +56,7 @@ func TestPackAMXMatchesReference(t *testing.T) {
 				}
 				packAMX(dst, b, ld, tr)
 				if want := packAMXRef(k, n, b, ld, tr); !slices.Equal(dst.bf16, want) {
-					t.Fatalf("k=%d n=%d transposed=%v: packed layout differs", k, n, tr)
+					t.Fatalf("k=%d n=%d transposed=%v scalar=%v: packed layout differs", k, n, tr, ref)
 				}
 			}
 		}

@@ -9,6 +9,9 @@ func transposePairs512(dst *uint32, src *BF16, ldbBytes, cols, pairs int)
 func transpose16Pairs512(dst *uint32, src *BF16, ldbBytes, colBlocks, pairBlocks int)
 
 //go:noescape
+func interleaveAMX(dst *uint32, src *BF16, ldbBytes, subs, subStride int)
+
+//go:noescape
 func interleavePairs512(dst *uint32, src *BF16, ldbBytes, cols, pairs int)
 
 func init() {

@@ -409,3 +409,36 @@ tfcol:
 tfdone:
 	VZEROUPPER
 	RET
+
+// func interleaveAMX(dst *uint32, src *BF16, ldbBytes, subs, subStride int)
+// One K-pair of the AMX layout: rows src and src+ldbBytes, 32 columns per
+// sub-panel s < subs; columns 0-15 as dwords (even row low) at dst +
+// s·subStride, columns 16-31 at 1024 bytes after that (the other B tile).
+TEXT ·interleaveAMX(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ ldbBytes+16(FP), BX
+	MOVQ subs+24(FP), CX
+	MOVQ subStride+32(FP), DX
+	TESTQ CX, CX
+	JZ   iadone
+	LEAQ (SI)(BX*1), R11
+iasub:
+	VPMOVZXWD 0(SI), Z0
+	VPMOVZXWD 0(R11), Z1
+	VPSLLD $16, Z1, Z1
+	VPORD Z1, Z0, Z0
+	VMOVDQU32 Z0, 0(DI)
+	VPMOVZXWD 32(SI), Z2
+	VPMOVZXWD 32(R11), Z3
+	VPSLLD $16, Z3, Z3
+	VPORD Z3, Z2, Z2
+	VMOVDQU32 Z2, 1024(DI)
+	ADDQ $64, SI
+	ADDQ $64, R11
+	ADDQ DX, DI
+	DECQ CX
+	JNZ  iasub
+iadone:
+	VZEROUPPER
+	RET
