@@ -1,6 +1,10 @@
 package train
 
-import "math"
+import (
+	"math"
+
+	"github.com/onecore-dev/onecore/amx"
+)
 
 // softplus(z) = log(1+e^z), computed without overflow.
 func softplus(z float64) float64 { return math.Max(z, 0) + math.Log1p(math.Exp(-math.Abs(z))) }
@@ -43,19 +47,32 @@ func (m *Model[T]) linChunks(dst []linChunkSpan) []linChunkSpan {
 func expT[T Float](x T) T { return T(math.Exp(float64(x))) }
 
 // cumDecay fills L[i] (i < c1−c0) with the cumulative log-decay
-// Σ_{t=c0..c0+i} a_t of head h, a_t = −softplus(z_t). In a document's first
-// chunk a_{c0} is left out: the state is reset before the <bos> update, so
-// its decay multiplies nothing (and its gradient is exactly 0).
-func cumDecay[T Float](L, z []T, ch linChunkSpan, h, H int) []T {
+// Σ_{t=c0..c0+i} a_t of head h, a_t = −softplus(z_t) (sp holds softplus(z),
+// N×H). In a document's first chunk a_{c0} is left out: the state is reset
+// before the <bos> update, so its decay multiplies nothing (and its
+// gradient is exactly 0).
+func cumDecay[T Float](L, sp []T, ch linChunkSpan, h, H int) []T {
 	L = L[:ch.c1-ch.c0]
 	var s float64
 	for i := range L {
 		if i > 0 || !ch.first {
-			s -= softplus(float64(z[(ch.c0+i)*H+h]))
+			s -= float64(sp[(ch.c0+i)*H+h])
 		}
 		L[i] = T(s)
 	}
 	return L
+}
+
+// softplusAll sets sp = softplus(z) elementwise (float32: the engine's
+// SIMD kernel, so training decays are the ones inference computes).
+func softplusAll[T Float](sp, z []T) {
+	if zs, ok := any(z).([]float32); ok {
+		amx.Softplus(any(sp).([]float32), zs)
+		return
+	}
+	for i, v := range z {
+		sp[i] = T(softplus(float64(v)))
+	}
 }
 
 // decayMatrix writes M[i][j] = e^(L_i−L_j) for j ≤ i, 0 above the diagonal
@@ -114,6 +131,8 @@ func (m *Model[T]) linFwd(lc *layerCache[T], pre string, out []T) {
 	lc.ro = grow(lc.ro, N*H)
 	m.projQKV(lc, pre, []string{"lin.wq", "lin.wk", "lin.wv"}, lc.q, lc.k, lc.v)
 	linDecayLogits(m, lc.n1, m.P.W(pre+"lin.wa"), m.P.W(pre+"lin.ba"), lc.z)
+	lc.sp = grow(lc.sp, N*H)
+	softplusAll(lc.sp, lc.z)
 	lc.lch = m.linChunks(lc.lch)
 	SS := ds * dv
 	lc.sprev = grow(lc.sprev, len(lc.lch)*H*SS)
@@ -140,7 +159,7 @@ func (m *Model[T]) linFwd(lc *layerCache[T], pre string, out []T) {
 			scale(qs, qh)
 			kh = gatherHead(kh[:cap(kh)], lc.k, ch.c0, ch.c1, HK, h, ds)
 			vh = gatherHead(vh[:cap(vh)], lc.v, ch.c0, ch.c1, HV, h, dv)
-			L = cumDecay(L[:cap(L)], lc.z, ch, h, H)
+			L = cumDecay(L[:cap(L)], lc.sp, ch, h, H)
 			decayMatrix(M, L, w, n, m.linSub)
 			a := A[:n*n]
 			gemmABt3(m.ws, n, ds, n, qh, kh, a)
@@ -179,9 +198,22 @@ func (m *Model[T]) linFwd(lc *layerCache[T], pre string, out []T) {
 }
 
 // linDecayLogits computes z = x·wa + ba (N×H), in full precision: the decay
-// is sensitive and the GEMM is tiny.
+// is sensitive and the GEMM is tiny (float32: fp32 dot products against
+// the transposed wa).
 func linDecayLogits[T Float](m *Model[T], x, wa, ba, z []T) {
 	D, H := m.Cfg.DModel, m.Cfg.LinHeads
+	if xs, ok := any(x).([]float32); ok {
+		waT := any(m.bufRaw("lin.waT", H*D)).([]float32)
+		transposeTo(waT, any(wa).([]float32), D, H)
+		zs, bs := any(z).([]float32), any(ba).([]float32)
+		for t := 0; t < m.n; t++ {
+			xt := xs[t*D : (t+1)*D]
+			for h := 0; h < H; h++ {
+				zs[t*H+h] = bs[h] + amx.Dot(xt, waT[h*D:(h+1)*D])
+			}
+		}
+		return
+	}
 	for t := 0; t < m.n; t++ {
 		zt := z[t*H : (t+1)*H]
 		copy(zt, ba)
@@ -189,6 +221,65 @@ func linDecayLogits[T Float](m *Model[T], x, wa, ba, z []T) {
 			for h, w := range wa[i*H : (i+1)*H] {
 				zt[h] += xv * w
 			}
+		}
+	}
+}
+
+// linDecayLogitsBwd adds the gradients of z = x·wa + ba: dba += Σ_t dz_t,
+// dwa += xᵀ·dz, dx += dz·waᵀ.
+func linDecayLogitsBwd[T Float](m *Model[T], x, wa, dz, dwa, dba, dx []T) {
+	D, H, N := m.Cfg.DModel, m.Cfg.LinHeads, m.n
+	for t := 0; t < N; t++ {
+		for h, g := range dz[t*H : (t+1)*H] {
+			dba[h] += g
+		}
+	}
+	if xs, ok := any(x).([]float32); ok {
+		// Rows of waT and dwaT are length-D vectors: H axpys per token.
+		waT := any(m.bufRaw("lin.waT", H*D)).([]float32)
+		transposeTo(waT, any(wa).([]float32), D, H)
+		dwaT := any(m.buf("lin.dwaT", H*D)).([]float32)
+		dzs, dxs := any(dz).([]float32), any(dx).([]float32)
+		for t := 0; t < N; t++ {
+			xt, dxt := xs[t*D:(t+1)*D], dxs[t*D:(t+1)*D]
+			for h, g := range dzs[t*H : (t+1)*H] {
+				if g == 0 {
+					continue
+				}
+				amx.Axpy(g, xt, dwaT[h*D:(h+1)*D])
+				amx.Axpy(g, waT[h*D:(h+1)*D], dxt)
+			}
+		}
+		dw := any(dwa).([]float32)
+		for i := 0; i < D; i++ {
+			for h := 0; h < H; h++ {
+				dw[i*H+h] += dwaT[h*D+i]
+			}
+		}
+		return
+	}
+	for t := 0; t < N; t++ {
+		zt := dz[t*H : (t+1)*H]
+		xt := x[t*D : (t+1)*D]
+		dxt := dx[t*D : (t+1)*D]
+		for i, xv := range xt {
+			w := wa[i*H : (i+1)*H]
+			dw := dwa[i*H : (i+1)*H]
+			var s T
+			for h, g := range zt {
+				dw[h] += xv * g
+				s += g * w[h]
+			}
+			dxt[i] += s
+		}
+	}
+}
+
+// transposeTo writes the transpose of the r×c matrix a into dst (c×r).
+func transposeTo(dst, a []float32, r, c int) {
+	for i := 0; i < r; i++ {
+		for j, v := range a[i*c : (i+1)*c] {
+			dst[j*r+i] = v
 		}
 	}
 }
@@ -206,7 +297,7 @@ func linDecayLogits[T Float](m *Model[T], x, wa, ba, z []T) {
 // and da_t = Σ_{i≥t} dL_i within the chunk, dz = −σ(z)·da.
 func (m *Model[T]) linBwd(lc *layerCache[T], pre string, dy, dx []T) {
 	c := m.Cfg
-	N, D, H, ds, dv := m.n, c.DModel, c.LinHeads, c.DState, c.LinHeadDim
+	N, H, ds, dv := m.n, c.LinHeads, c.DState, c.LinHeadDim
 	HK, HV := H*ds, H*dv
 	don := m.bufRaw("lin.don", N*HV)
 	m.outProjBwd(lc.on, HV, pre+"lin.wo", dy, don)
@@ -253,7 +344,7 @@ func (m *Model[T]) linBwd(lc *layerCache[T], pre string, dy, dx []T) {
 			kh = gatherHead(kh[:cap(kh)], lc.k, ch.c0, ch.c1, HK, h, ds)
 			vh = gatherHead(vh[:cap(vh)], lc.v, ch.c0, ch.c1, HV, h, dv)
 			doh = gatherHead(doh[:cap(doh)], do, ch.c0, ch.c1, HV, h, dv)
-			L = cumDecay(L[:cap(L)], lc.z, ch, h, H)
+			L = cumDecay(L[:cap(L)], lc.sp, ch, h, H)
 			decayMatrix(M, L, w, n, m.linSub)
 			a, da := A[:n*n], dA[:n*n]
 			gemmABt3(m.ws, n, ds, n, qh, kh, a)
@@ -332,23 +423,5 @@ func (m *Model[T]) linBwd(lc *layerCache[T], pre string, dy, dx []T) {
 		}
 	}
 	m.projQKVBwd(lc, pre, []string{"lin.wq", "lin.wk", "lin.wv"}, dx, dq, dk, dvv)
-	wa, dwa, dba := m.P.W(pre+"lin.wa"), m.P.G(pre+"lin.wa"), m.P.G(pre+"lin.ba")
-	for t := 0; t < N; t++ {
-		zt := dz[t*H : (t+1)*H]
-		for h, g := range zt {
-			dba[h] += g
-		}
-		xt := lc.n1[t*D : (t+1)*D]
-		dxt := dx[t*D : (t+1)*D]
-		for i, xv := range xt {
-			w := wa[i*H : (i+1)*H]
-			dw := dwa[i*H : (i+1)*H]
-			var s T
-			for h, g := range zt {
-				dw[h] += xv * g
-				s += g * w[h]
-			}
-			dxt[i] += s
-		}
-	}
+	linDecayLogitsBwd(m, lc.n1, m.P.W(pre+"lin.wa"), dz, m.P.G(pre+"lin.wa"), m.P.G(pre+"lin.ba"), dx)
 }

@@ -69,6 +69,7 @@ type layerCache[T Float] struct {
 	q, k, v, o, p []T // swa: q,k rotated; p = attention probabilities per chunk
 	chunks        []swaChunk
 	z, on, ro     []T // lin: decay logits, normed output, per-head rstd
+	sp            []T // lin: softplus(z) = −a, the per-token log-decays negated
 	lch           []linChunkSpan
 	sprev         []T // lin: each chunk's incoming state, [chunk][head][d_state][head_dim]
 	// mlp (float32: act = relu(u)² only, u is not kept)
