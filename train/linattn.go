@@ -81,7 +81,14 @@ func softplusAll[T Float](sp, z []T) {
 // later block's first position b, e^(L_i−L_b)·e^(L_b−L_j): every exponent is
 // ≤ 0, so nothing overflows however strong the decay, and a 64-chunk costs
 // ~700 exps instead of 2080. w is scratch of n elements.
+//
+// float32 takes amx.DecayMatrix instead: one SIMD exp per pair is cheaper
+// than the factored products.
 func decayMatrix[T Float](M, L, w []T, n, sub int) {
+	if ms, ok := any(M).([]float32); ok {
+		amx.DecayMatrix(ms[:n*n], any(L).([]float32)[:n], n)
+		return
+	}
 	for i := 0; i < n; i++ {
 		b := i - i%sub
 		if i == b {
