@@ -161,15 +161,12 @@ func split3(dst []amx.BF16, src []float32, k int, loLast bool) {
 	for r := 0; r < len(src)/k; r++ {
 		x := src[r*k : (r+1)*k]
 		d := dst[r*3*k : (r+1)*3*k]
-		hi, mid, last := d[:k], d[k:2*k], d[2*k:]
-		amx.ToBF16(hi, x)
-		for i, v := range x {
-			lo := amx.FromFloat32(v - hi[i].Float32())
-			if loLast {
-				mid[i], last[i] = hi[i], lo
-			} else {
-				mid[i], last[i] = lo, hi[i]
-			}
+		if loLast { // [hi hi lo]
+			amx.SplitBF16(d[:k], d[2*k:], x)
+			copy(d[k:2*k], d[:k])
+		} else { // [hi lo hi]
+			amx.SplitBF16(d[:k], d[k:2*k], x)
+			copy(d[2*k:], d[:k])
 		}
 	}
 }
