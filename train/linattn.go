@@ -310,10 +310,15 @@ func (m *Model[T]) linBwd(lc *layerCache[T], pre string, dy, dx []T) {
 	m.outProjBwd(lc.on, HV, pre+"lin.wo", dy, don)
 	do := m.bufRaw("lin.do", N*HV)
 	gn, dgn := m.P.W(pre+"lin.gn"), m.P.G(pre+"lin.gn")
-	for t := 0; t < N; t++ {
-		for h := 0; h < H; h++ {
-			o := t*HV + h*dv
-			rmsnormBwdTo(lc.o[o:o+dv], gn[h*dv:(h+1)*dv], lc.ro[t*H+h:t*H+h+1], don[o:o+dv], do[o:o+dv], dgn[h*dv:(h+1)*dv], dv, false)
+	if os, ok := any(lc.o).([]float32); ok { // all rows and heads in one call
+		amx.RMSNormBwdRows(any(do).([]float32), any(dgn).([]float32), os[:N*HV], any(gn).([]float32),
+			any(don).([]float32), any(lc.ro).([]float32), HV, dv, false)
+	} else {
+		for t := 0; t < N; t++ {
+			for h := 0; h < H; h++ {
+				o := t*HV + h*dv
+				rmsnormBwdTo(lc.o[o:o+dv], gn[h*dv:(h+1)*dv], lc.ro[t*H+h:t*H+h+1], don[o:o+dv], do[o:o+dv], dgn[h*dv:(h+1)*dv], dv, false)
+			}
 		}
 	}
 	dq := m.bufRaw("lin.dq", N*HK)

@@ -251,6 +251,11 @@ func rmsnormBwd[T Float](x, g, r, dy, dx, dg []T, D int) { rmsnormBwdTo(x, g, r,
 
 // rmsnormBwdTo is rmsnormBwd that overwrites dx unless acc.
 func rmsnormBwdTo[T Float](x, g, r, dy, dx, dg []T, D int, acc bool) {
+	if xs, ok := any(x).([]float32); ok {
+		amx.RMSNormBwdRows(any(dx).([]float32), any(dg).([]float32), xs, any(g).([]float32),
+			any(dy).([]float32), any(r).([]float32), D, D, acc)
+		return
+	}
 	for t := 0; t < len(x)/D; t++ {
 		row, d := x[t*D:(t+1)*D], dy[t*D:(t+1)*D]
 		inv := r[t]
