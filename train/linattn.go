@@ -110,6 +110,10 @@ func decayMatrix[T Float](M, L, w []T, n, sub int) {
 
 // scatterHead copies src (contiguous rows) into the head columns of x.
 func scatterHead[T Float](x, src []T, r0, r1, ld, h, hd int) {
+	if xs, ok := any(x).([]float32); ok && r1 > r0 {
+		amx.CopyRows(xs[r0*ld+h*hd:], ld, any(src).([]float32), hd, r1-r0, hd)
+		return
+	}
 	for r := r0; r < r1; r++ {
 		copy(x[r*ld+h*hd:r*ld+(h+1)*hd], src[(r-r0)*hd:(r-r0+1)*hd])
 	}

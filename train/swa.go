@@ -1,6 +1,10 @@
 package train
 
-import "math"
+import (
+	"math"
+
+	"github.com/onecore-dev/onecore/amx"
+)
 
 // rope makes sure the RoPE tables cover positions < n and returns them.
 func (m *Model[T]) rope(n int) (cos, sin []T) {
@@ -74,6 +78,10 @@ func (m *Model[T]) swaChunks(dst []swaChunk) ([]swaChunk, int) {
 // width ld) into dst, contiguous.
 func gatherHead[T Float](dst, x []T, r0, r1, ld, h, hd int) []T {
 	dst = dst[:(r1-r0)*hd]
+	if xs, ok := any(x).([]float32); ok && r1 > r0 {
+		amx.CopyRows(any(dst).([]float32), hd, xs[r0*ld+h*hd:], ld, r1-r0, hd)
+		return dst
+	}
 	for r := r0; r < r1; r++ {
 		copy(dst[(r-r0)*hd:(r-r0+1)*hd], x[r*ld+h*hd:r*ld+(h+1)*hd])
 	}

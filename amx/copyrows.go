@@ -1,0 +1,26 @@
+package amx
+
+import "fmt"
+
+// CopyRows copies a rows×cols block between strided matrices:
+// dst[r·ldd + c] = src[r·lds + c]. Gathering one attention head's columns
+// into a contiguous block (or scattering it back) is this with one of the
+// strides equal to cols; the fast path moves whole rows in registers
+// instead of one memmove call per row.
+func CopyRows(dst []float32, ldd int, src []float32, lds, rows, cols int) {
+	if rows <= 0 || cols <= 0 {
+		return
+	}
+	if ldd < cols || lds < cols || len(dst) < (rows-1)*ldd+cols || len(src) < (rows-1)*lds+cols {
+		panic(fmt.Sprintf("amx: CopyRows %dx%d: ldd=%d len=%d, lds=%d len=%d", rows, cols, ldd, len(dst), lds, len(src)))
+	}
+	copyRowsImpl(dst, ldd, src, lds, rows, cols)
+}
+
+var copyRowsImpl = copyRowsGeneric
+
+func copyRowsGeneric(dst []float32, ldd int, src []float32, lds, rows, cols int) {
+	for r := 0; r < rows; r++ {
+		copy(dst[r*ldd:r*ldd+cols], src[r*lds:r*lds+cols])
+	}
+}
