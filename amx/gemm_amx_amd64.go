@@ -228,6 +228,10 @@ func matmulAMX(m int, a []BF16, lda int, b *Matrix, c []float32, ldc int, ep *Ep
 	}
 	tmpl.flags |= fLoadAcc
 	tmpl.acc = unsafe.Pointer(&sums[0])
+	// Plain products (C = A·B, nothing else) of whole 32-row blocks and
+	// 32-column sub-panels are tile-stored straight into C: the same
+	// values the epilogue would copy there, without the round trip.
+	direct := c != nil && kt > 0 && full > 0 && tmpl.flags&^fLoadAcc == fStoreC
 	plen := amxPanelLen(k)
 	for b0 := 0; b0 < blocks; b0 += chunkAMX {
 		b1 := min(blocks, b0+chunkAMX)
@@ -235,6 +239,7 @@ func matmulAMX(m int, a []BF16, lda int, b *Matrix, c []float32, ldc int, ep *Ep
 		for pn := 0; pn*nrAMX < n; pn++ {
 			j0 := pn * nrAMX
 			cols := min(nrAMX, n-j0)
+			e0 := b0 // first block the epilogue finishes
 			if kt == 0 {
 				clear(sums)
 			} else {
@@ -243,24 +248,33 @@ func matmulAMX(m int, a []BF16, lda int, b *Matrix, c []float32, ldc int, ep *Ep
 				if f := min(full, b1); f > b0 { // blocks read in place
 					x.a = unsafe.Add(aIn, uintptr(r0)*ldaIn)
 					x.lda, x.blocks, x.out = ldaIn, f-b0, unsafe.Pointer(&sums[0])
+					if direct && cols%32 == 0 {
+						x.out, x.ldo = unsafe.Pointer(&c[r0*ldc+j0]), uintptr(ldc)*4
+						e0 = f
+					}
 					runTiles(&x)
 				}
 				if p0 := max(full, b0); b1 > p0 { // blocks from the padded copy
 					x.a = unsafe.Pointer(&acopy[(p0-full)*mAMX*kpad])
 					x.lda, x.blocks = uintptr(kpad)*2, b1-p0
-					x.out = unsafe.Pointer(&sums[(p0-b0)*mAMX*nrAMX])
+					x.out = unsafe.Pointer(&sums[(p0-e0)*mAMX*nrAMX])
+					x.ldo = nrAMX * 4
 					runTiles(&x)
 				}
 			}
+			if e0 == b1 {
+				continue
+			}
 			p := tmpl
-			p.m = min(m, b1*mAMX) - r0
+			er0 := e0 * mAMX
+			p.m = min(m, b1*mAMX) - er0
 			if cols == nrAMX {
 				p.mask = ^uint64(0)
 			} else {
 				p.mask = 1<<cols - 1
 			}
 			if c != nil {
-				p.c = unsafe.Pointer(&c[r0*ldc+j0])
+				p.c = unsafe.Pointer(&c[er0*ldc+j0])
 			}
 			if p.flags&fBias != 0 {
 				p.bias = unsafe.Pointer(&ep.Bias[j0])
@@ -269,7 +283,7 @@ func matmulAMX(m int, a []BF16, lda int, b *Matrix, c []float32, ldc int, ep *Ep
 				p.cs = unsafe.Pointer(&ep.ColScale[j0])
 			}
 			if p.flags&fBF16 != 0 {
-				p.out = unsafe.Pointer(&ep.OutBF16[r0*ldo+j0])
+				p.out = unsafe.Pointer(&ep.OutBF16[er0*ldo+j0])
 			}
 			dpbf16Panel(&p)
 		}
