@@ -31,6 +31,7 @@ type Model[T Float] struct {
 	// them so tiny documents span several chunks)
 	linChunk, linSub int // [pos][swa_head_dim/2]
 	ropeSin          []T
+	ropeSinNeg       []T // −ropeSin (float32: the backward's inverse rotation)
 
 	// state of the last Forward
 	n      int

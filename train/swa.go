@@ -30,6 +30,25 @@ func (m *Model[T]) ropeRows(x []T, inverse bool) {
 	H, hd := m.Cfg.SWAHeads, m.Cfg.SWAHeadDim
 	half := hd / 2
 	cos, sin := m.rope(m.n)
+	if xs, ok := any(x).([]float32); ok {
+		// SIMD rotation of all heads of a row; the inverse is the rotation
+		// by −θ, from a negated sine table.
+		sin32 := any(sin).([]float32)
+		if inverse {
+			m.ropeSinNeg = grow(m.ropeSinNeg, len(sin))
+			for i, v := range sin {
+				m.ropeSinNeg[i] = -v
+			}
+			sin32 = any(m.ropeSinNeg).([]float32)
+		}
+		cos32 := any(cos).([]float32)
+		HD := H * hd
+		for t := 0; t < m.n; t++ {
+			p := t - int(m.start[t])
+			amx.RoPEHeads(xs[t*HD:(t+1)*HD], nil, hd, cos32[p*half:(p+1)*half], sin32[p*half:(p+1)*half])
+		}
+		return
+	}
 	for t := 0; t < m.n; t++ {
 		p := t - int(m.start[t])
 		cs, sn := cos[p*half:(p+1)*half], sin[p*half:(p+1)*half]
