@@ -96,6 +96,11 @@ func SampledSoftmax[T Float](m *Model[T], hf []T, targets []int32, negs []int32,
 		copy(eneg[j*D:(j+1)*D], emb[int(id)*D:(int(id)+1)*D])
 		corr[j] = T(lns + logq[id])
 	}
+	// hits[id] lists the negatives equal to id (masked when id is the target).
+	hits := make(map[int32][]int, S)
+	for j, id := range negs {
+		hits[id] = append(hits[id], j)
+	}
 	sc := m.bufRaw("sc", N*S)
 	prow := m.bufRaw("sc.row", S+1)
 	d0s := m.bufRaw("sc.d0", N)
@@ -110,18 +115,35 @@ func SampledSoftmax[T Float](m *Model[T], hf []T, targets []int32, negs []int32,
 		h := hf[t*D : (t+1)*D]
 		ey := emb[int(y)*D : (int(y)+1)*D]
 		var l0 T
-		for i, v := range h {
-			l0 += v * ey[i]
-		}
-		l0 -= T(lns + logq[y])
 		mx := l0
-		for j := range row {
-			if negs[j] == y {
-				row[j] = T(math.Inf(-1))
-				continue
+		if r32, ok := any(row).([]float32); ok {
+			// SIMD dot and correction; accidental hits from the posting list
+			l0 = T(amx.Dot(any(h).([]float32), any(ey).([]float32))) - T(lns+logq[y])
+			amx.Axpy(-1, any(corr).([]float32), r32)
+			for _, j := range hits[y] {
+				r32[j] = float32(math.Inf(-1))
 			}
-			row[j] -= corr[j]
-			mx = max(mx, row[j])
+			m32 := float32(l0)
+			for _, v := range r32 {
+				if v > m32 {
+					m32 = v
+				}
+			}
+			mx = T(m32)
+		} else {
+			for i, v := range h {
+				l0 += v * ey[i]
+			}
+			l0 -= T(lns + logq[y])
+			mx = l0
+			for j := range row {
+				if negs[j] == y {
+					row[j] = T(math.Inf(-1))
+					continue
+				}
+				row[j] -= corr[j]
+				mx = max(mx, row[j])
+			}
 		}
 		var d0 T
 		if p, ok := any(prow).([]float32); ok {
@@ -154,10 +176,7 @@ func SampledSoftmax[T Float](m *Model[T], hf []T, targets []int32, negs []int32,
 			d0 = T((math.Exp(float64(l0)-lse) - 1) * invn)
 		}
 		d0s[t] = d0
-		dey := demb[int(y)*D : (int(y)+1)*D]
-		for i, v := range h {
-			dey[i] += d0 * v
-		}
+		axpy(d0, h, demb[int(y)*D:(int(y)+1)*D])
 	}
 	gemm(m.ws, N, S, D, sc, false, eneg, false, dhf, false)
 	for t, y := range targets {
