@@ -409,9 +409,9 @@ func (m *Model[T]) normFwd(x, g, y, r []T, yb *[]amx.BF16, eps T) {
 	v := f32s(x, g, y, r)
 	x32, g32, y32, r32 := v[0], v[1], v[2], v[3]
 	*yb = growBF(*yb, len(x))
+	amx.RMSNormRows(y32[:len(x)], *yb, x32, g32, D, float32(eps)) // all rows in one call
 	for t := 0; t < len(x)/D; t++ {
 		row := x32[t*D : (t+1)*D]
-		amx.RMSNorm(y32[t*D:(t+1)*D], (*yb)[t*D:(t+1)*D], row, g32, float32(eps))
 		r32[t] = float32(1 / math.Sqrt(float64(amx.Dot(row, row))/float64(D)+float64(eps)))
 	}
 }
