@@ -27,6 +27,47 @@ func gemm[T Float](ws *workspace, m, k, n int, a []T, tA bool, b []T, tB bool, c
 	}
 }
 
+// gemmBF is gemm with optional bf16 copies of the operands (abf: A as
+// stored, m×k or k×m when tA; bbf: B as stored), used by the float32 path
+// instead of rounding a or b again: an operand used by several products
+// (SWA's probabilities and score gradients) is then rounded once. float64
+// ignores them.
+func gemmBF[T Float](ws *workspace, m, k, n int, a []T, abf []amx.BF16, tA bool, b []T, bbf []amx.BF16, tB bool, c []T, acc bool) {
+	c32, ok := any(c).([]float32)
+	if !ok || m == 0 || n == 0 || k == 0 {
+		gemm(ws, m, k, n, a, tA, b, tB, c, acc)
+		return
+	}
+	aop := abf
+	switch {
+	case abf == nil:
+		ws.prepA(m, k, any(a).([]float32), tA)
+		aop = ws.abf
+	case tA:
+		ws.abf = growBF(ws.abf, m*k)
+		amx.TransposeBF16(ws.abf, abf[:m*k], k, m)
+		aop = ws.abf
+	}
+	if bbf == nil {
+		ws.bbf = growBF(ws.bbf, k*n)
+		amx.ToBF16(ws.bbf, any(b).([]float32)[:k*n])
+		bbf = ws.bbf
+	}
+	ws.mulBBF(m, k, n, aop, bbf, tB, c32, acc)
+}
+
+// roundBF returns x rounded to bf16 in *buf (grown as needed) for float32,
+// nil for float64: the optional operand copies gemmBF takes.
+func roundBF[T Float](buf *[]amx.BF16, x []T) []amx.BF16 {
+	x32, ok := any(x).([]float32)
+	if !ok {
+		return nil
+	}
+	*buf = growBF(*buf, len(x32))
+	amx.ToBF16(*buf, x32)
+	return *buf
+}
+
 // gemmOp is one product of gemmShared: C (m×n) (+)= A·op(B).
 type gemmOp[T Float] struct {
 	b   []T
@@ -88,6 +129,7 @@ func gemm64(m, k, n int, a []float64, tA bool, b []float64, tB bool, c []float64
 // step does not allocate per call.
 type workspace struct {
 	abf, bbf, tbf []amx.BF16
+	sbf           []amx.BF16 // a caller's rounded operand (roundBF)
 	packed        amx.Matrix
 	ep            amx.Epilogue
 	kernel        amx.Kernel
@@ -124,13 +166,18 @@ func (ws *workspace) prepA(m, k int, a []float32, tA bool) {
 func (ws *workspace) mulB(m, k, n int, b []float32, tB bool, c []float32, acc bool) {
 	ws.bbf = growBF(ws.bbf, k*n)
 	amx.ToBF16(ws.bbf, b[:k*n])
+	ws.mulBBF(m, k, n, ws.abf, ws.bbf, tB, c, acc)
+}
+
+// mulBBF computes C (+)= a · op(B) for bf16 a (m×k, row-major) and B.
+func (ws *workspace) mulBBF(m, k, n int, a, bbf []amx.BF16, tB bool, c []float32, acc bool) {
 	if tB {
-		amx.PackTransposedFor(ws.kernel, &ws.packed, k, n, ws.bbf, k)
+		amx.PackTransposedFor(ws.kernel, &ws.packed, k, n, bbf, k)
 	} else {
-		amx.PackFor(ws.kernel, &ws.packed, k, n, ws.bbf, n)
+		amx.PackFor(ws.kernel, &ws.packed, k, n, bbf, n)
 	}
 	ws.ep = amx.Epilogue{Accumulate: acc}
-	amx.MatMul(m, ws.abf, k, &ws.packed, c, n, &ws.ep)
+	amx.MatMul(m, a, k, &ws.packed, c, n, &ws.ep)
 }
 
 // gemmABt3 computes C (m×n) = A·Bᵀ (A m×k, B n×k, both row-major) to about

@@ -67,7 +67,8 @@ func NewModel[T Float](c *Config, p *Params[T]) *Model[T] {
 type layerCache[T Float] struct {
 	hin, n1, r1, hmid, n2, r2, hout []T
 	// mixer
-	q, k, v, o, p []T // swa: q,k rotated; p = attention probabilities per chunk
+	q, k, v, o, p []T        // swa: q,k rotated; p = attention probabilities per chunk
+	pb            []amx.BF16 // swa, float32: p in bf16 (the GEMM operand)
 	chunks        []swaChunk
 	z, on, ro     []T // lin: decay logits, normed output, per-head rstd
 	sp            []T // lin: softplus(z) = −a, the per-token log-decays negated

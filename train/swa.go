@@ -152,6 +152,9 @@ func (m *Model[T]) swaFwd(lc *layerCache[T], pre string, out []T) {
 	var np int
 	lc.chunks, np = m.swaChunks(lc.chunks)
 	lc.p = grow(lc.p, np)
+	if _, ok := any(lc.p).([]float32); ok {
+		lc.pb = growBF(lc.pb, np)
+	}
 	scale := T(1 / math.Sqrt(float64(hd)))
 	qh := m.bufRaw("swa.qh", W*hd)
 	kh := m.bufRaw("swa.kh", 2*W*hd)
@@ -179,7 +182,13 @@ func (m *Model[T]) swaFwd(lc *layerCache[T], pre string, out []T) {
 				}
 				softmaxRow(row)
 			}
-			gemm(m.ws, nq, nk, hd, p, false, vh, false, oh[:nq*hd], false)
+			// float32: P in bf16 once, for P·V here and dVᵀ = dOᵀ·P in the backward
+			var pb []amx.BF16
+			if lc.pb != nil {
+				pb = lc.pb[ch.poff+h*nq*nk : ch.poff+(h+1)*nq*nk]
+				amx.ToBF16(pb, any(p).([]float32))
+			}
+			gemmBF(m.ws, nq, nk, hd, p, pb, false, vh, nil, false, oh[:nq*hd], false)
 			scatterAddHead(lc.o, oh, ch.c0, ch.c1, HD, h, hd)
 		}
 	}
@@ -223,11 +232,16 @@ func (m *Model[T]) swaBwd(lc *layerCache[T], pre string, dy, dx []T) {
 					dr[j] = pv * (dr[j] - sum) * scale
 				}
 			}
-			gemm(m.ws, nq, nk, hd, ds, false, kh, false, dqh[:nq*hd], false)
+			dsb := roundBF(&m.ws.sbf, ds) // float32: dS rounded once for both products
+			gemmBF(m.ws, nq, nk, hd, ds, dsb, false, kh, nil, false, dqh[:nq*hd], false)
 			// dK = dSᵀ·Q and dV = Pᵀ·dO computed transposed (dKᵀ = Qᵀ·dS):
 			// the GEMM's transposed A is then hd×nq, not nk×nq
-			gemm(m.ws, hd, nq, nk, qh, true, ds, false, dkh[:hd*nk], false)
-			gemm(m.ws, hd, nq, nk, doh, true, p, false, dvh[:hd*nk], false)
+			gemmBF(m.ws, hd, nq, nk, qh, nil, true, ds, dsb, false, dkh[:hd*nk], false)
+			var pb []amx.BF16
+			if lc.pb != nil {
+				pb = lc.pb[ch.poff+h*nq*nk : ch.poff+(h+1)*nq*nk]
+			}
+			gemmBF(m.ws, hd, nq, nk, doh, nil, true, p, pb, false, dvh[:hd*nk], false)
 			scatterHead(dq, dqh, ch.c0, ch.c1, HD, h, hd)
 			scatterAddHeadT(dk, dkh, ch.k0, ch.c0, ch.c1, HD, h, hd)
 			scatterAddHeadT(dv, dvh, ch.k0, ch.c0, ch.c1, HD, h, hd)
