@@ -178,7 +178,8 @@ func SampledSoftmax[T Float](m *Model[T], hf []T, targets []int32, negs []int32,
 		d0s[t] = d0
 		axpy(d0, h, demb[int(y)*D:(int(y)+1)*D])
 	}
-	gemm(m.ws, N, S, D, sc, false, eneg, false, dhf, false)
+	scb := roundBF(&m.ws.sbf, sc) // float32: rounded once for both products
+	gemmBF(m.ws, N, S, D, sc, scb, false, eneg, nil, false, dhf, false)
 	for t, y := range targets {
 		if y >= 0 {
 			axpy(d0s[t], emb[int(y)*D:(int(y)+1)*D], dhf[t*D:(t+1)*D])
@@ -187,7 +188,7 @@ func SampledSoftmax[T Float](m *Model[T], hf []T, targets []int32, negs []int32,
 	// dEnegᵀ = hfᵀ·sc (D×S): transposing hf (N×D) for the GEMM's A is
 	// cheaper than transposing sc (N×S)
 	dnegT := m.bufRaw("dneg", D*S)
-	gemm(m.ws, D, N, S, hf, true, sc, false, dnegT, false)
+	gemmBF(m.ws, D, N, S, hf, nil, true, sc, scb, false, dnegT, false)
 	for j, id := range negs {
 		row := demb[int(id)*D : (int(id)+1)*D]
 		for i := range row {
