@@ -54,7 +54,9 @@ type Decoder struct {
 	smp    sampler
 	logits []float32
 	out    []Token
-	scores []float32
+	scores []float32 // one head's attention scores (W)
+	probs  []amx.BF16
+	qkv    []amx.BF16 // one document's q, k, v in bf16
 	keep   []float32
 	raw    []float32 // a masked row before Allow (LogProbsBeforeAllow)
 }
@@ -267,37 +269,26 @@ func (d *Decoder) swaStep(li int, lw *layerWeights) {
 	in.matmul(M, in.xb, D, lw.wqkv, in.proj, P, nil)
 	t0 := in.tick()
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	if cap(d.scores) < W {
-		d.scores = make([]float32, W)
-	}
+	d.scores = growF(d.scores, W)
+	d.probs = growB(d.probs, W)
+	d.qkv = growB(d.qkv, P)
+	vHead := hd * 2 * ringPairs(W) // one head's block of the value ring
 	for i, st := range d.active {
 		p := st.pos
 		cs, sn := in.rope(p)
 		row := in.proj[i*P : (i+1)*P]
-		for h := 0; h < 2*H; h++ {
-			amx.RoPE(row[h*hd:(h+1)*hd], cs, sn)
-		}
-		// Keys, values and queries take their bf16 values, as in prefill.
-		roundBF16(row)
-		slot := p % W
-		K, Vr := st.k[li], st.v[li]
-		for f := 0; f < sd; f++ {
-			K[f*W+slot] = row[sd+f]
-			Vr[f*W+slot] = row[2*sd+f]
-		}
+		// q, k rotated and v, all rounded to bf16, as in prefill.
+		qkv := d.qkv[:P]
+		amx.RoPEHeadsBF16(qkv[:2*sd], row[:2*sd], hd, cs, sn)
+		amx.ToBF16(qkv[2*sd:], row[2*sd:])
+		st.putKV(li, W, hd, p%W, qkv[sd:2*sd], qkv[2*sd:])
 		// Slots 0..nk-1 hold the visible positions (all W once the ring is full).
 		nk := min(p+1, W)
 		out := in.mix[i*sd : (i+1)*sd]
+		K, Vr := st.k[li], st.v[li]
 		for h := 0; h < H; h++ {
-			sc := d.scores[:nk]
-			clear(sc)
-			for f := h * hd; f < (h+1)*hd; f++ {
-				amx.Axpy(row[f]*scale, K[f*W:f*W+nk], sc)
-			}
-			amx.SoftmaxRow(sc)
-			for f := h * hd; f < (h+1)*hd; f++ {
-				out[f] = amx.Dot(sc, Vr[f*W:f*W+nk])
-			}
+			amx.DecodeAttnBF16(out[h*hd:(h+1)*hd], qkv[h*hd:(h+1)*hd], K[h*hd*W:(h+1)*hd*W], W,
+				Vr[h*vHead:(h+1)*vHead], nk, scale, d.scores, d.probs)
 		}
 		amx.ToBF16(in.mixb[i*sd:(i+1)*sd], out)
 	}

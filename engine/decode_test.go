@@ -9,11 +9,16 @@ import (
 // TestPrefillThenDecode: prefilling a prompt and feeding the rest of the
 // document token by token gives the logits of prefilling the whole
 // document, within the bf16 tolerance (different but equivalent sums).
+// The third case has an odd window and 32-wide heads: the value ring's
+// half-used last slot pair and the assembly's P·V tile (head dims 32, 64).
 func TestPrefillThenDecode(t *testing.T) {
-	for _, moe := range []bool{false, true} {
+	for ci, moe := range []bool{false, true, false} {
 		cfg := smallConfig()
 		if !moe {
 			cfg.MoELayers = nil
+		}
+		if ci == 2 {
+			cfg.SWAHeadDim, cfg.Window = 32, 13
 		}
 		m := testModel(t, cfg, 31)
 		V := cfg.VocabSize

@@ -1,0 +1,66 @@
+package amx
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestDecodeAttnBF16 checks DecodeAttnBF16 (whichever kernels are
+// installed) against float64 attention over the same bf16 cache, on
+// ragged slot counts and head dims, through the documented layouts.
+func TestDecodeAttnBF16(t *testing.T) {
+	r := rand.New(rand.NewPCG(53, 54))
+	for _, hd := range []int{2, 16, 32, 48, 64} {
+		for _, nk := range []int{0, 1, 2, 15, 16, 17, 64, 255, 256} {
+			ldk := nk + 5
+			scale := float32(1 / math.Sqrt(float64(hd)))
+			q := make([]BF16, hd)
+			K := make([][]float64, nk)
+			Vv := make([][]float64, nk)
+			k := make([]BF16, 2*((hd/2-1)*ldk+nk)+1)
+			v := make([]BF16, (nk+1)/2*2*hd)
+			for i := range q {
+				q[i] = FromFloat32(float32(r.NormFloat64()))
+			}
+			for j := 0; j < nk; j++ {
+				K[j], Vv[j] = make([]float64, hd), make([]float64, hd)
+				for f := 0; f < hd; f++ {
+					kb, vb := FromFloat32(float32(r.NormFloat64())), FromFloat32(float32(r.NormFloat64()))
+					k[2*((f/2)*ldk+j)+f%2] = kb
+					v[2*((j/2)*hd+f)+j%2] = vb
+					K[j][f], Vv[j][f] = float64(kb.Float32()), float64(vb.Float32())
+				}
+			}
+			out := make([]float32, hd)
+			for i := range out {
+				out[i] = float32(math.NaN())
+			}
+			DecodeAttnBF16(out, q, k, ldk, v, nk, scale, make([]float32, nk), make([]BF16, nk))
+			sc := make([]float64, nk)
+			m := math.Inf(-1)
+			for j := range sc {
+				for f := 0; f < hd; f++ {
+					sc[j] += float64(q[f].Float32()) * K[j][f]
+				}
+				sc[j] *= float64(scale)
+				m = math.Max(m, sc[j])
+			}
+			sum := 0.0
+			for j := range sc {
+				sc[j] = math.Exp(sc[j] - m)
+				sum += sc[j]
+			}
+			for f := 0; f < hd; f++ {
+				want := 0.0
+				for j := range sc {
+					want += sc[j] / sum * Vv[j][f]
+				}
+				// bf16 probabilities: relative error ≤ 2⁻⁸ per term.
+				if d := math.Abs(float64(out[f]) - want); !(d <= 1e-2) {
+					t.Fatalf("hd=%d nk=%d [%d]: got %g want %g", hd, nk, f, out[f], want)
+				}
+			}
+		}
+	}
+}
