@@ -105,3 +105,46 @@ func decodePVGeneric(out []float32, p, v []BF16) {
 	}
 	f32Pool.Put(ap)
 }
+
+var linAttnStepImpl = linAttnStepGeneric
+
+// LinAttnStep advances one head of linear attention by one token: with
+// S the ds×hd fp32 state (row-major, ds = len(k) = len(q), hd = len(v)),
+//
+//	S = decay·S + k vᵀ,  o = Σ_d (qscale·q_d)·S[d]
+//
+// (S updated in place, o written to o[:hd]). Products and sums are
+// rounded one by one (no FMA), as Scale and Axpy would; the output sums
+// rows d into four partial sums by d mod 4, added as (0+1)+(2+3).
+func LinAttnStep(o, S, q, k, v []float32, decay, qscale float32) {
+	ds, hd := len(k), len(v)
+	if len(q) != ds || len(S) < ds*hd || len(o) < hd {
+		panic(fmt.Sprintf("amx: LinAttnStep: len(q)=%d len(k)=%d len(v)=%d len(S)=%d len(o)=%d", len(q), ds, hd, len(S), len(o)))
+	}
+	if ds == 0 || hd == 0 {
+		clear(o[:hd])
+		return
+	}
+	linAttnStepImpl(o[:hd], S[:ds*hd], q, k, v, decay, qscale)
+}
+
+func linAttnStepGeneric(o, S, q, k, v []float32, decay, qscale float32) {
+	hd := len(v)
+	ap := getF32(4 * hd)
+	acc := (*ap)[:4*hd]
+	clear(acc)
+	for d, kd := range k {
+		row := S[d*hd : (d+1)*hd]
+		a := acc[(d%4)*hd : (d%4+1)*hd]
+		c := q[d] * qscale
+		for j, x := range row {
+			x = float32(x*decay) + float32(kd*v[j])
+			row[j] = x
+			a[j] += float32(c * x)
+		}
+	}
+	for j := range o {
+		o[j] = (acc[j] + acc[hd+j]) + (acc[2*hd+j] + acc[3*hd+j])
+	}
+	f32Pool.Put(ap)
+}

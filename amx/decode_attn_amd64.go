@@ -11,9 +11,15 @@ func decodePV64512(out *float32, p, v *BF16, nk int)
 //go:noescape
 func decodePV32512(out *float32, p, v *BF16, nk int)
 
+//go:noescape
+func linAttnStep512(o, s, q, k, v *float32, ds, hd int, decay, qscale float32)
+
 func init() {
-	if c := CPU(); c.AVX512F && c.AVX512BF16 && c.OSAVX512 {
-		useDecodeAttn512()
+	if c := CPU(); c.AVX512F && c.OSAVX512 {
+		useLinAttn512()
+		if c.AVX512BF16 {
+			useDecodeAttn512()
+		}
 	}
 }
 
@@ -33,5 +39,17 @@ func useDecodeAttn512() {
 		default:
 			decodePVGeneric(out, p, v)
 		}
+	}
+}
+
+// useLinAttn512 installs the AVX-512 linear-attention step for head dims
+// that are whole 16-lane vectors.
+func useLinAttn512() {
+	linAttnStepImpl = func(o, S, q, k, v []float32, decay, qscale float32) {
+		if len(v)%16 != 0 {
+			linAttnStepGeneric(o, S, q, k, v, decay, qscale)
+			return
+		}
+		linAttnStep512(&o[0], &S[0], &q[0], &k[0], &v[0], len(k), len(v), decay, qscale)
 	}
 }

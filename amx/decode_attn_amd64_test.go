@@ -53,3 +53,46 @@ func TestDecodeAttn512(t *testing.T) {
 		}
 	}
 }
+
+// TestLinAttnStep512 holds the AVX-512 linear-attention step to the
+// pure-Go loop bit for bit (state and output, guard cells after both) on
+// ragged state heights and head dims.
+func TestLinAttnStep512(t *testing.T) {
+	if c := CPU(); !c.AVX512F || !c.OSAVX512 {
+		t.Skipf("no AVX-512 on this CPU: the kernel under test is not installed")
+	}
+	r := rand.New(rand.NewPCG(55, 56))
+	rnd := func(n int) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		return x
+	}
+	const guard = float32(-12345)
+	for _, hd := range []int{16, 32, 48, 64} {
+		for _, ds := range []int{1, 2, 3, 4, 5, 7, 8, 31, 32, 33} {
+			q, k, v := rnd(ds), rnd(ds), rnd(hd)
+			S := rnd(ds*hd + 1)
+			S[ds*hd] = guard
+			S2 := append([]float32(nil), S...)
+			o, o2 := make([]float32, hd+1), make([]float32, hd+1)
+			o[hd], o2[hd] = guard, guard
+			decay := float32(r.Float64())
+			for step := 0; step < 3; step++ {
+				linAttnStep512(&o[0], &S[0], &q[0], &k[0], &v[0], ds, hd, decay, 0.17)
+				linAttnStepGeneric(o2[:hd], S2[:ds*hd], q, k, v, decay, 0.17)
+				for i := range S {
+					if math.Float32bits(S[i]) != math.Float32bits(S2[i]) {
+						t.Fatalf("hd=%d ds=%d step %d: S[%d] = %g, want %g", hd, ds, step, i, S[i], S2[i])
+					}
+				}
+				for i := range o {
+					if math.Float32bits(o[i]) != math.Float32bits(o2[i]) {
+						t.Fatalf("hd=%d ds=%d step %d: o[%d] = %g, want %g", hd, ds, step, i, o[i], o2[i])
+					}
+				}
+			}
+		}
+	}
+}

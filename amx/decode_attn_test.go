@@ -64,3 +64,37 @@ func TestDecodeAttnBF16(t *testing.T) {
 		}
 	}
 }
+
+// TestLinAttnStep checks LinAttnStep (whichever kernel is installed)
+// against the recurrence in float64 over a few steps.
+func TestLinAttnStep(t *testing.T) {
+	r := rand.New(rand.NewPCG(57, 58))
+	for _, hd := range []int{1, 16, 32, 40} {
+		for _, ds := range []int{1, 5, 32} {
+			S := make([]float32, ds*hd)
+			ref := make([]float64, ds*hd)
+			o := make([]float32, hd)
+			for step := 0; step < 4; step++ {
+				q, k, v := make([]float32, ds), make([]float32, ds), make([]float32, hd)
+				for i := range q {
+					q[i], k[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+				}
+				for i := range v {
+					v[i] = float32(r.NormFloat64())
+				}
+				decay := float32(r.Float64())
+				LinAttnStep(o, S, q, k, v, decay, 0.25)
+				for j := 0; j < hd; j++ {
+					want := 0.0
+					for d := 0; d < ds; d++ {
+						ref[d*hd+j] = float64(decay)*ref[d*hd+j] + float64(k[d])*float64(v[j])
+						want += 0.25 * float64(q[d]) * ref[d*hd+j]
+					}
+					if math.Abs(float64(o[j])-want) > 1e-4*(1+math.Abs(want))*float64(ds) {
+						t.Fatalf("hd=%d ds=%d step %d [%d]: got %g want %g", hd, ds, step, j, o[j], want)
+					}
+				}
+			}
+		}
+	}
+}

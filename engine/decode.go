@@ -56,7 +56,7 @@ type Decoder struct {
 	out    []Token
 	scores []float32 // one head's attention scores (W)
 	probs  []amx.BF16
-	qkv    []amx.BF16 // one document's q, k, v in bf16
+	qkv    []amx.BF16 // one document's q, k, v in bf16 (SWA; lin: rounding scratch)
 	keep   []float32
 	raw    []float32 // a masked row before Allow (LogProbsBeforeAllow)
 }
@@ -298,11 +298,11 @@ func (d *Decoder) swaStep(li int, lw *layerWeights) {
 	in.matmul(M, in.mixb, sd, lw.wo, in.h, D, ep)
 }
 
-// roundBF16 replaces every value by its bf16 rounding.
-func roundBF16(x []float32) {
-	for i, v := range x {
-		x[i] = amx.FromFloat32(v).Float32()
-	}
+// roundBF16 replaces every value by its bf16 rounding (through tmp, of
+// at least len(x) values: two vector passes instead of a scalar loop).
+func roundBF16(x []float32, tmp []amx.BF16) {
+	amx.ToBF16(tmp, x)
+	amx.ToFloat32(x, tmp[:len(x)])
 }
 
 // linStep advances each document's linear-attention state by one token:
@@ -319,11 +319,11 @@ func (d *Decoder) linStep(li int, lw *layerWeights) {
 	qscale := float32(1 / math.Sqrt(float64(ds)))
 	eps := float32(c.NormEps)
 	in.sp1 = growF(in.sp1, H)
+	d.qkv = growB(d.qkv, 2*ld+lvw)
 	for i, st := range d.active {
 		row := in.proj[i*P : (i+1)*P]
-		roundBF16(row[:2*ld+lvw]) // q, k, v take their bf16 values, as in prefill
+		roundBF16(row[:2*ld+lvw], d.qkv) // q, k, v take their bf16 values, as in prefill
 		out := in.mix[i*lvw : (i+1)*lvw]
-		clear(out)
 		// Decays e^(−softplus(z + b)), the same kernel as prefill.
 		sp := in.sp1[:H]
 		for h, b := range lw.ba {
@@ -331,21 +331,12 @@ func (d *Decoder) linStep(li int, lw *layerWeights) {
 		}
 		amx.Softplus(sp, sp)
 		for h := 0; h < H; h++ {
-			S := st.s[li][h*ds*hd : (h+1)*ds*hd]
-			q, k, v := row[h*ds:(h+1)*ds], row[ld+h*ds:ld+(h+1)*ds], row[2*ld+h*hd:2*ld+(h+1)*hd]
 			decay := expf(-sp[h])
 			if st.pos == 0 {
 				decay = 0 // reset at the document's start, before its own update
 			}
-			o := out[h*hd : (h+1)*hd]
-			for dd := 0; dd < ds; dd++ {
-				srow := S[dd*hd : (dd+1)*hd]
-				for j := range srow {
-					srow[j] *= decay
-				}
-				amx.Axpy(k[dd], v, srow)
-				amx.Axpy(q[dd]*qscale, srow, o)
-			}
+			amx.LinAttnStep(out[h*hd:(h+1)*hd], st.s[li][h*ds*hd:(h+1)*ds*hd],
+				row[h*ds:(h+1)*ds], row[ld+h*ds:ld+(h+1)*ds], row[2*ld+h*hd:2*ld+(h+1)*hd], decay, qscale)
 		}
 		amx.RMSNormRows(nil, in.mixb[i*lvw:(i+1)*lvw], out, lw.gn, hd, eps) // per head
 	}

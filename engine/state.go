@@ -14,7 +14,7 @@ type seqState struct {
 
 	// per SWA layer: ring of the last `window` keys (post-RoPE) and values
 	// in bf16 (slot = position mod W), per head in amx.DecodeAttnBF16's
-	// layouts (see kIndex, vIndex) so one kernel call streams a head's
+	// layouts (see putKV) so one kernel call streams a head's
 	// whole cache: half the bytes of fp32, and no per-feature calls.
 	k, v  [][]amx.BF16
 	s     [][]float32 // per linear layer: state [lin_heads × d_state × lin_head_dim]
@@ -87,31 +87,28 @@ func (in *Instance) exportSWA(st *seqState, li int, s segment) {
 }
 
 // putKV writes one position's bf16 key and value (heads·hd values each)
-// into ring slot slot.
+// into ring slot slot, in amx.DecodeAttnBF16's layouts. Keys are
+// feature-pair-major with pair rows W slots long (feature f of slot j at
+// (f/2)·2W + 2j + f%2; head h's block starts at h·hd·W, ldk = W); values
+// are, per head, ringPairs(W) slot-pair rows of hd dwords (feature f of
+// head h, slot j at h·hd·2·ringPairs(W) + 2·((j/2)·hd + f) + j%2).
 func (st *seqState) putKV(li, W, hd, slot int, k, v []amx.BF16) {
 	K, V := st.k[li], st.v[li]
-	for f := range k {
-		K[kIndex(W, f, slot)] = k[f]
-		V[vIndex(W, hd, f, slot)] = v[f]
+	for i, o := 0, 2*slot; i < len(k); i, o = i+2, o+2*W {
+		K[o], K[o+1] = k[i], k[i+1]
+	}
+	vh, vo := hd*2*ringPairs(W), 2*(slot/2)*hd+slot%2
+	for h := 0; h*hd < len(v); h++ {
+		dst := V[h*vh+vo:]
+		for f, x := range v[h*hd : (h+1)*hd] {
+			dst[2*f] = x
+		}
 	}
 }
 
 // ringPairs is the number of slot pairs of a ring of W slots (the value
 // ring is stored in pairs of slots; an odd W leaves its last pair half used).
 func ringPairs(W int) int { return (W + 1) / 2 }
-
-// kIndex is where the key ring keeps feature f of slot slot: feature-pair
-// major, pair rows W slots long, so head h's block of hd features starts
-// at h·hd·W with ldk = W (amx.DecodeAttnBF16's key layout).
-func kIndex(W, f, slot int) int { return (f/2)*2*W + 2*slot + f%2 }
-
-// vIndex is where the value ring keeps feature f (of head f/hd) of slot
-// slot: per head a block of ringPairs(W) slot-pair rows of hd dwords
-// (amx.DecodeAttnBF16's value layout).
-func vIndex(W, hd, f, slot int) int {
-	h, fl := f/hd, f%hd
-	return h*hd*2*ringPairs(W) + 2*((slot/2)*hd+fl) + slot%2
-}
 
 // exportLin stores the linear-attention state after the document's last token.
 func (in *Instance) exportLin(st *seqState, li int, state []float32) {
