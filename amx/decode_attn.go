@@ -33,12 +33,18 @@ var (
 // apart) and values v (slot-pair-major, ⌈nk/2⌉ pair rows): the layouts of
 // the package comment above. Probabilities are rounded to bf16 as in the
 // prefill's P·V GEMM. s and p are scratch of at least nk elements.
-func DecodeAttnBF16(out []float32, q, k []BF16, ldk int, v []BF16, nk int, scale float32, s []float32, p []BF16) {
+//
+// If kNew is non-nil it is the key of slot slot (< nk), not yet in k: it
+// is scored on its own and then stored into k, after the scores have
+// streamed k, so the store's scattered writes (one per feature pair) hit
+// cache lines already loaded instead of missing once each.
+func DecodeAttnBF16(out []float32, q, k []BF16, ldk int, v []BF16, nk int, scale float32, kNew []BF16, slot int, s []float32, p []BF16) {
 	hd := len(q)
 	if hd == 0 || hd%2 != 0 || len(out) < hd || nk < 0 || ldk < nk ||
-		(nk > 0 && (len(k) < 2*((hd/2-1)*ldk+nk) || len(v) < (nk+1)/2*2*hd || len(s) < nk || len(p) < nk)) {
-		panic(fmt.Sprintf("amx: DecodeAttnBF16: hd=%d len(out)=%d nk=%d ldk=%d len(k)=%d len(v)=%d len(s)=%d len(p)=%d",
-			hd, len(out), nk, ldk, len(k), len(v), len(s), len(p)))
+		(nk > 0 && (len(k) < 2*((hd/2-1)*ldk+nk) || len(v) < (nk+1)/2*2*hd || len(s) < nk || len(p) < nk)) ||
+		(kNew != nil && (len(kNew) != hd || slot < 0 || slot >= nk)) {
+		panic(fmt.Sprintf("amx: DecodeAttnBF16: hd=%d len(out)=%d nk=%d ldk=%d len(k)=%d len(v)=%d len(s)=%d len(p)=%d len(kNew)=%d slot=%d",
+			hd, len(out), nk, ldk, len(k), len(v), len(s), len(p), len(kNew), slot))
 	}
 	out = out[:hd]
 	if nk == 0 {
@@ -46,6 +52,18 @@ func DecodeAttnBF16(out []float32, q, k []BF16, ldk int, v []BF16, nk int, scale
 		return
 	}
 	decodeScoresImpl(s[:nk], q, k, ldk, scale)
+	if kNew != nil {
+		// The same sum as a lane of the scores kernel, then the store.
+		var a float32
+		for i := 0; i < hd; i += 2 {
+			a += q[i+1].Float32() * kNew[i+1].Float32()
+			a += q[i].Float32() * kNew[i].Float32()
+		}
+		s[slot] = a * scale
+		for i, o := 0, 2*slot; i < hd; i, o = i+2, o+2*ldk {
+			k[o], k[o+1] = kNew[i], kNew[i+1]
+		}
+	}
 	softmaxRowBF16Impl(p[:nk], s[:nk])
 	decodePVImpl(out, p[:nk], v)
 }

@@ -23,6 +23,9 @@
 // i of slot j is the dword at k + i·ldkBytes + 4j. Slots go in blocks of
 // 256 (16 accumulators), 64, 16 and a masked tail; each block streams its
 // pair rows in order (one contiguous run when the block spans the row).
+// The 256-slot block prefetches two pair rows ahead: at batch 64 the
+// caches come from L3 or memory, and the hardware prefetcher alone
+// leaves ~10% on the table (measured).
 TEXT ·decodeScores512(SB), NOSPLIT, $0-52
 	MOVQ s+0(FP), DI
 	MOVQ q+8(FP), R8
@@ -56,6 +59,22 @@ sc256:
 	MOVQ R10, CX
 sc256loop:
 	VPBROADCASTD (BX), Z16
+	PREFETCHT0 0(AX)(R9*2)
+	PREFETCHT0 64(AX)(R9*2)
+	PREFETCHT0 128(AX)(R9*2)
+	PREFETCHT0 192(AX)(R9*2)
+	PREFETCHT0 256(AX)(R9*2)
+	PREFETCHT0 320(AX)(R9*2)
+	PREFETCHT0 384(AX)(R9*2)
+	PREFETCHT0 448(AX)(R9*2)
+	PREFETCHT0 512(AX)(R9*2)
+	PREFETCHT0 576(AX)(R9*2)
+	PREFETCHT0 640(AX)(R9*2)
+	PREFETCHT0 704(AX)(R9*2)
+	PREFETCHT0 768(AX)(R9*2)
+	PREFETCHT0 832(AX)(R9*2)
+	PREFETCHT0 896(AX)(R9*2)
+	PREFETCHT0 960(AX)(R9*2)
 	VMOVDQU32 0(AX), Z17
 	BYTE $0x62; BYTE $0xB2; BYTE $0x7E; BYTE $0x40; BYTE $0x52; BYTE $0xC1 // VDPBF16PS Z0, Z16, Z17: Z0 += Z16·Z17 (bf16 pairs)
 	VMOVDQU32 64(AX), Z18
@@ -213,7 +232,8 @@ scdone:
 // (dword (j/2)·64 + f holds slots j&^1 and j|1). Pairs go round-robin into
 // four accumulator sets (pair g into set g%4 while whole groups of four
 // remain, then set 0), an odd last slot is one fp32 FMA into set 0, and
-// out = (set0 + set1) + (set2 + set3).
+// out = (set0 + set1) + (set2 + set3). The main loop prefetches 2 KiB
+// ahead, as decodeScores512 does.
 TEXT ·decodePV64512(SB), NOSPLIT, $0-32
 	MOVQ out+0(FP), DI
 	MOVQ p+8(FP), R8
@@ -243,6 +263,22 @@ pv64loop:
 	VPBROADCASTD 4(R8), Z17
 	VPBROADCASTD 8(R8), Z18
 	VPBROADCASTD 12(R8), Z19
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	PREFETCHT0 2176(SI)
+	PREFETCHT0 2240(SI)
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 2368(SI)
+	PREFETCHT0 2432(SI)
+	PREFETCHT0 2496(SI)
+	PREFETCHT0 2560(SI)
+	PREFETCHT0 2624(SI)
+	PREFETCHT0 2688(SI)
+	PREFETCHT0 2752(SI)
+	PREFETCHT0 2816(SI)
+	PREFETCHT0 2880(SI)
+	PREFETCHT0 2944(SI)
+	PREFETCHT0 3008(SI)
 	VMOVDQU32 0(SI), Z20
 	BYTE $0x62; BYTE $0xB2; BYTE $0x7E; BYTE $0x40; BYTE $0x52; BYTE $0xC4 // VDPBF16PS Z0, Z16, Z20: Z0 += Z16·Z20 (bf16 pairs)
 	VMOVDQU32 64(SI), Z21
@@ -342,7 +378,8 @@ pv64sum:
 // (dword (j/2)·32 + f holds slots j&^1 and j|1). Pairs go round-robin into
 // four accumulator sets (pair g into set g%4 while whole groups of four
 // remain, then set 0), an odd last slot is one fp32 FMA into set 0, and
-// out = (set0 + set1) + (set2 + set3).
+// out = (set0 + set1) + (set2 + set3). The main loop prefetches 2 KiB
+// ahead, as decodeScores512 does.
 TEXT ·decodePV32512(SB), NOSPLIT, $0-32
 	MOVQ out+0(FP), DI
 	MOVQ p+8(FP), R8
@@ -364,6 +401,14 @@ pv32loop:
 	VPBROADCASTD 4(R8), Z17
 	VPBROADCASTD 8(R8), Z18
 	VPBROADCASTD 12(R8), Z19
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	PREFETCHT0 2176(SI)
+	PREFETCHT0 2240(SI)
+	PREFETCHT0 2304(SI)
+	PREFETCHT0 2368(SI)
+	PREFETCHT0 2432(SI)
+	PREFETCHT0 2496(SI)
 	VMOVDQU32 0(SI), Z20
 	BYTE $0x62; BYTE $0xB2; BYTE $0x7E; BYTE $0x40; BYTE $0x52; BYTE $0xC4 // VDPBF16PS Z0, Z16, Z20: Z0 += Z16·Z20 (bf16 pairs)
 	VMOVDQU32 64(SI), Z21

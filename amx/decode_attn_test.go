@@ -8,7 +8,8 @@ import (
 
 // TestDecodeAttnBF16 checks DecodeAttnBF16 (whichever kernels are
 // installed) against float64 attention over the same bf16 cache, on
-// ragged slot counts and head dims, through the documented layouts.
+// ragged slot counts and head dims, through the documented layouts, with
+// and without a separately handed-in key (kNew).
 func TestDecodeAttnBF16(t *testing.T) {
 	r := rand.New(rand.NewPCG(53, 54))
 	for _, hd := range []int{2, 16, 32, 48, 64} {
@@ -36,7 +37,23 @@ func TestDecodeAttnBF16(t *testing.T) {
 			for i := range out {
 				out[i] = float32(math.NaN())
 			}
-			DecodeAttnBF16(out, q, k, ldk, v, nk, scale, make([]float32, nk), make([]BF16, nk))
+			// Odd cases hand the last-but-one key in separately (kNew),
+			// its place in k holding garbage until the call stores it.
+			var kNew []BF16
+			slot := nk / 2
+			if nk%2 == 1 {
+				kNew = make([]BF16, hd)
+				for f := range kNew {
+					i := 2*((f/2)*ldk+slot) + f%2
+					kNew[f], k[i] = k[i], FromFloat32(float32(r.NormFloat64()*100))
+				}
+			}
+			DecodeAttnBF16(out, q, k, ldk, v, nk, scale, kNew, slot, make([]float32, nk), make([]BF16, nk))
+			for f := 0; f < hd && kNew != nil; f++ {
+				if got := k[2*((f/2)*ldk+slot)+f%2]; got != kNew[f] {
+					t.Fatalf("hd=%d nk=%d: kNew[%d] stored as %v, want %v", hd, nk, f, got, kNew[f])
+				}
+			}
 			sc := make([]float64, nk)
 			m := math.Inf(-1)
 			for j := range sc {

@@ -281,14 +281,17 @@ func (d *Decoder) swaStep(li int, lw *layerWeights) {
 		qkv := d.qkv[:P]
 		amx.RoPEHeadsBF16(qkv[:2*sd], row[:2*sd], hd, cs, sn)
 		amx.ToBF16(qkv[2*sd:], row[2*sd:])
-		st.putKV(li, W, hd, p%W, qkv[sd:2*sd], qkv[2*sd:])
+		// The value goes into the ring now; the key is scored and stored by
+		// the kernel (kNew), after it has streamed the key ring.
+		slot := p % W
+		st.putV(li, W, hd, slot, qkv[2*sd:])
 		// Slots 0..nk-1 hold the visible positions (all W once the ring is full).
 		nk := min(p+1, W)
 		out := in.mix[i*sd : (i+1)*sd]
 		K, Vr := st.k[li], st.v[li]
 		for h := 0; h < H; h++ {
 			amx.DecodeAttnBF16(out[h*hd:(h+1)*hd], qkv[h*hd:(h+1)*hd], K[h*hd*W:(h+1)*hd*W], W,
-				Vr[h*vHead:(h+1)*vHead], nk, scale, d.scores, d.probs)
+				Vr[h*vHead:(h+1)*vHead], nk, scale, qkv[sd+h*hd:sd+(h+1)*hd], slot, d.scores, d.probs)
 		}
 		amx.ToBF16(in.mixb[i*sd:(i+1)*sd], out)
 	}

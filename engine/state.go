@@ -89,14 +89,20 @@ func (in *Instance) exportSWA(st *seqState, li int, s segment) {
 // putKV writes one position's bf16 key and value (heads·hd values each)
 // into ring slot slot, in amx.DecodeAttnBF16's layouts. Keys are
 // feature-pair-major with pair rows W slots long (feature f of slot j at
-// (f/2)·2W + 2j + f%2; head h's block starts at h·hd·W, ldk = W); values
-// are, per head, ringPairs(W) slot-pair rows of hd dwords (feature f of
-// head h, slot j at h·hd·2·ringPairs(W) + 2·((j/2)·hd + f) + j%2).
+// (f/2)·2W + 2j + f%2; head h's block starts at h·hd·W, ldk = W).
 func (st *seqState) putKV(li, W, hd, slot int, k, v []amx.BF16) {
-	K, V := st.k[li], st.v[li]
+	K := st.k[li]
 	for i, o := 0, 2*slot; i < len(k); i, o = i+2, o+2*W {
 		K[o], K[o+1] = k[i], k[i+1]
 	}
+	st.putV(li, W, hd, slot, v)
+}
+
+// putV writes one position's bf16 value into ring slot slot. Values are,
+// per head, ringPairs(W) slot-pair rows of hd dwords (feature f of head h,
+// slot j at h·hd·2·ringPairs(W) + 2·((j/2)·hd + f) + j%2).
+func (st *seqState) putV(li, W, hd, slot int, v []amx.BF16) {
+	V := st.v[li]
 	vh, vo := hd*2*ringPairs(W), 2*(slot/2)*hd+slot%2
 	for h := 0; h*hd < len(v); h++ {
 		dst := V[h*vh+vo:]
