@@ -56,6 +56,7 @@ type Decoder struct {
 	out    []Token
 	scores []float32 // one head's attention scores (W)
 	probs  []amx.BF16
+	att    []float32  // one document's attention output (sd)
 	qkv    []amx.BF16 // one document's q, k, v in bf16 (SWA; lin: rounding scratch)
 	keep   []float32
 	raw    []float32 // a masked row before Allow (LogProbsBeforeAllow)
@@ -272,6 +273,7 @@ func (d *Decoder) swaStep(li int, lw *layerWeights) {
 	d.scores = growF(d.scores, W)
 	d.probs = growB(d.probs, W)
 	d.qkv = growB(d.qkv, P)
+	d.att = growF(d.att, sd)
 	vHead := hd * 2 * ringPairs(W) // one head's block of the value ring
 	for i, st := range d.active {
 		p := st.pos
@@ -287,7 +289,7 @@ func (d *Decoder) swaStep(li int, lw *layerWeights) {
 		st.putV(li, W, hd, slot, qkv[2*sd:])
 		// Slots 0..nk-1 hold the visible positions (all W once the ring is full).
 		nk := min(p+1, W)
-		out := in.mix[i*sd : (i+1)*sd]
+		out := d.att[:sd] // in.mix holds n×lin width, which may be less than sd
 		K, Vr := st.k[li], st.v[li]
 		for h := 0; h < H; h++ {
 			amx.DecodeAttnBF16(out[h*hd:(h+1)*hd], qkv[h*hd:(h+1)*hd], K[h*hd*W:(h+1)*hd*W], W,

@@ -309,3 +309,61 @@ func TestDecodeConstraintsAndLogProbs(t *testing.T) {
 		t.Fatalf("empty allowed set: %+v", tk)
 	}
 }
+
+// TestDecodeBatch64Bitwise: 64 documents stepped together give, bit for
+// bit, the logits of each document stepped alone, with head dims that take
+// the assembly kernels (SWA 64, linear 32), a window the longer prompts
+// wrap (ring slots out of position order) and an odd window (a half-used
+// last value pair).
+func TestDecodeBatch64Bitwise(t *testing.T) {
+	for _, W := range []int{24, 13} {
+		cfg := smallConfig()
+		cfg.MoELayers = nil
+		cfg.DModel = 64
+		cfg.SWAHeads, cfg.SWAHeadDim, cfg.Window = 2, 64, W
+		cfg.LinHeads, cfg.DState, cfg.LinHeadDim = 2, 16, 32
+		m := testModel(t, cfg, 61)
+		V := cfg.VocabSize
+		lens := make([]int, 64)
+		for i := range lens {
+			lens[i] = 1 + (i*7)%53
+		}
+		docs := randDocs(62, V, lens...)
+		const steps = 12
+		forced := randDocs(63, V, repeat(steps+1, 64)...)
+		run := func(which []int) [][]float32 {
+			in := NewInstance(m)
+			dec := in.NewDecoder()
+			for _, i := range which {
+				if _, err := dec.Add(Request{Prompt: docs[i]}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			out := make([][]float32, len(which))
+			toks := make([]int32, len(which))
+			for s := 0; s < steps; s++ {
+				for k, i := range which {
+					toks[k] = forced[i][s+1]
+				}
+				dec.forwardStep(toks)
+				for k := range which {
+					out[k] = append(out[k], dec.logits[k*V:(k+1)*V]...)
+				}
+			}
+			return out
+		}
+		all := make([]int, 64)
+		for i := range all {
+			all[i] = i
+		}
+		together := run(all)
+		for i := range all {
+			alone := run([]int{i})[0]
+			for j := range alone {
+				if math.Float32bits(alone[j]) != math.Float32bits(together[i][j]) {
+					t.Fatalf("W=%d doc %d (prompt %d): logit %d: alone %g, in the batch of 64 %g", W, i, lens[i], j, alone[j], together[i][j])
+				}
+			}
+		}
+	}
+}
