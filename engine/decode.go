@@ -55,7 +55,7 @@ type Decoder struct {
 	logits []float32
 	out    []Token
 	scores []float32 // one head's attention scores (W)
-	probs  []amx.BF16
+	probs  []amx.BF16 // one head's bf16 attention probabilities (W)
 	att    []float32  // one document's attention output (sd)
 	qkv    []amx.BF16 // one document's q, k, v in bf16 (SWA; lin: rounding scratch)
 	keep   []float32
@@ -259,7 +259,8 @@ func (d *Decoder) forwardStep(forced []int32) {
 }
 
 // swaStep appends each document's key/value to its ring and attends over
-// the last min(pos+1, W) positions, in ascending position order.
+// the last min(pos+1, W) positions (summed in ring-slot order, one
+// amx.DecodeAttnBF16 call per head).
 func (d *Decoder) swaStep(li int, lw *layerWeights) {
 	in := d.in
 	c := &in.m.Cfg
