@@ -54,7 +54,7 @@ type Decoder struct {
 	smp    sampler
 	logits []float32
 	out    []Token
-	scores []float32 // one head's attention scores (W)
+	scores []float32  // one head's attention scores (W)
 	probs  []amx.BF16 // one head's bf16 attention probabilities (W)
 	att    []float32  // one document's attention output (sd)
 	qkv    []amx.BF16 // one document's q, k, v in bf16 (SWA; lin: rounding scratch)
