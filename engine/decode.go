@@ -54,7 +54,10 @@ type Decoder struct {
 	smp    sampler
 	logits []float32
 	out    []Token
-	scores []float32
+	scores []float32  // one head's attention scores (W)
+	probs  []amx.BF16 // one head's bf16 attention probabilities (W)
+	att    []float32  // one document's attention output (sd)
+	qkv    []amx.BF16 // one document's q, k, v in bf16 (SWA; lin: rounding scratch)
 	keep   []float32
 	raw    []float32 // a masked row before Allow (LogProbsBeforeAllow)
 }
@@ -256,7 +259,8 @@ func (d *Decoder) forwardStep(forced []int32) {
 }
 
 // swaStep appends each document's key/value to its ring and attends over
-// the last min(pos+1, W) positions, in ascending position order.
+// the last min(pos+1, W) positions (summed in ring-slot order, one
+// amx.DecodeAttnBF16 call per head).
 func (d *Decoder) swaStep(li int, lw *layerWeights) {
 	in := d.in
 	c := &in.m.Cfg
@@ -267,37 +271,30 @@ func (d *Decoder) swaStep(li int, lw *layerWeights) {
 	in.matmul(M, in.xb, D, lw.wqkv, in.proj, P, nil)
 	t0 := in.tick()
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	if cap(d.scores) < W {
-		d.scores = make([]float32, W)
-	}
+	d.scores = growF(d.scores, W)
+	d.probs = growB(d.probs, W)
+	d.qkv = growB(d.qkv, P)
+	d.att = growF(d.att, sd)
+	vHead := hd * 2 * ringPairs(W) // one head's block of the value ring
 	for i, st := range d.active {
 		p := st.pos
 		cs, sn := in.rope(p)
 		row := in.proj[i*P : (i+1)*P]
-		for h := 0; h < 2*H; h++ {
-			amx.RoPE(row[h*hd:(h+1)*hd], cs, sn)
-		}
-		// Keys, values and queries take their bf16 values, as in prefill.
-		roundBF16(row)
+		// q, k rotated and v, all rounded to bf16, as in prefill.
+		qkv := d.qkv[:P]
+		amx.RoPEHeadsBF16(qkv[:2*sd], row[:2*sd], hd, cs, sn)
+		amx.ToBF16(qkv[2*sd:], row[2*sd:])
+		// The value goes into the ring now; the key is scored and stored by
+		// the kernel (kNew), after it has streamed the key ring.
 		slot := p % W
-		K, Vr := st.k[li], st.v[li]
-		for f := 0; f < sd; f++ {
-			K[f*W+slot] = row[sd+f]
-			Vr[f*W+slot] = row[2*sd+f]
-		}
+		st.putV(li, W, hd, slot, qkv[2*sd:])
 		// Slots 0..nk-1 hold the visible positions (all W once the ring is full).
 		nk := min(p+1, W)
-		out := in.mix[i*sd : (i+1)*sd]
+		out := d.att[:sd] // in.mix holds n×lin width, which may be less than sd
+		K, Vr := st.k[li], st.v[li]
 		for h := 0; h < H; h++ {
-			sc := d.scores[:nk]
-			clear(sc)
-			for f := h * hd; f < (h+1)*hd; f++ {
-				amx.Axpy(row[f]*scale, K[f*W:f*W+nk], sc)
-			}
-			amx.SoftmaxRow(sc)
-			for f := h * hd; f < (h+1)*hd; f++ {
-				out[f] = amx.Dot(sc, Vr[f*W:f*W+nk])
-			}
+			amx.DecodeAttnBF16(out[h*hd:(h+1)*hd], qkv[h*hd:(h+1)*hd], K[h*hd*W:(h+1)*hd*W], W,
+				Vr[h*vHead:(h+1)*vHead], nk, scale, qkv[sd+h*hd:sd+(h+1)*hd], slot, d.scores, d.probs)
 		}
 		amx.ToBF16(in.mixb[i*sd:(i+1)*sd], out)
 	}
@@ -307,11 +304,11 @@ func (d *Decoder) swaStep(li int, lw *layerWeights) {
 	in.matmul(M, in.mixb, sd, lw.wo, in.h, D, ep)
 }
 
-// roundBF16 replaces every value by its bf16 rounding.
-func roundBF16(x []float32) {
-	for i, v := range x {
-		x[i] = amx.FromFloat32(v).Float32()
-	}
+// roundBF16 replaces every value by its bf16 rounding (through tmp, of
+// at least len(x) values: two vector passes instead of a scalar loop).
+func roundBF16(x []float32, tmp []amx.BF16) {
+	amx.ToBF16(tmp, x)
+	amx.ToFloat32(x, tmp[:len(x)])
 }
 
 // linStep advances each document's linear-attention state by one token:
@@ -328,11 +325,11 @@ func (d *Decoder) linStep(li int, lw *layerWeights) {
 	qscale := float32(1 / math.Sqrt(float64(ds)))
 	eps := float32(c.NormEps)
 	in.sp1 = growF(in.sp1, H)
+	d.qkv = growB(d.qkv, 2*ld+lvw)
 	for i, st := range d.active {
 		row := in.proj[i*P : (i+1)*P]
-		roundBF16(row[:2*ld+lvw]) // q, k, v take their bf16 values, as in prefill
+		roundBF16(row[:2*ld+lvw], d.qkv) // q, k, v take their bf16 values, as in prefill
 		out := in.mix[i*lvw : (i+1)*lvw]
-		clear(out)
 		// Decays e^(−softplus(z + b)), the same kernel as prefill.
 		sp := in.sp1[:H]
 		for h, b := range lw.ba {
@@ -340,21 +337,12 @@ func (d *Decoder) linStep(li int, lw *layerWeights) {
 		}
 		amx.Softplus(sp, sp)
 		for h := 0; h < H; h++ {
-			S := st.s[li][h*ds*hd : (h+1)*ds*hd]
-			q, k, v := row[h*ds:(h+1)*ds], row[ld+h*ds:ld+(h+1)*ds], row[2*ld+h*hd:2*ld+(h+1)*hd]
 			decay := expf(-sp[h])
 			if st.pos == 0 {
 				decay = 0 // reset at the document's start, before its own update
 			}
-			o := out[h*hd : (h+1)*hd]
-			for dd := 0; dd < ds; dd++ {
-				srow := S[dd*hd : (dd+1)*hd]
-				for j := range srow {
-					srow[j] *= decay
-				}
-				amx.Axpy(k[dd], v, srow)
-				amx.Axpy(q[dd]*qscale, srow, o)
-			}
+			amx.LinAttnStep(out[h*hd:(h+1)*hd], st.s[li][h*ds*hd:(h+1)*ds*hd],
+				row[h*ds:(h+1)*ds], row[ld+h*ds:ld+(h+1)*ds], row[2*ld+h*hd:2*ld+(h+1)*hd], decay, qscale)
 		}
 		amx.RMSNormRows(nil, in.mixb[i*lvw:(i+1)*lvw], out, lw.gn, hd, eps) // per head
 	}

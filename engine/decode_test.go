@@ -9,11 +9,16 @@ import (
 // TestPrefillThenDecode: prefilling a prompt and feeding the rest of the
 // document token by token gives the logits of prefilling the whole
 // document, within the bf16 tolerance (different but equivalent sums).
+// The third case has an odd window and 32-wide heads: the value ring's
+// half-used last slot pair and the assembly's P·V tile (head dims 32, 64).
 func TestPrefillThenDecode(t *testing.T) {
-	for _, moe := range []bool{false, true} {
+	for ci, moe := range []bool{false, true, false} {
 		cfg := smallConfig()
 		if !moe {
 			cfg.MoELayers = nil
+		}
+		if ci == 2 {
+			cfg.SWAHeadDim, cfg.Window = 32, 13
 		}
 		m := testModel(t, cfg, 31)
 		V := cfg.VocabSize
@@ -302,5 +307,63 @@ func TestDecodeConstraintsAndLogProbs(t *testing.T) {
 	dec.Add(Request{Prompt: prompt, MaxNew: 8, Allow: func([]int32) []int32 { return []int32{5} }})
 	if tk := dec.Step(); len(tk) != 1 || tk[0].Token != -1 || !tk[0].Done || dec.Active() != 0 {
 		t.Fatalf("empty allowed set: %+v", tk)
+	}
+}
+
+// TestDecodeBatch64Bitwise: 64 documents stepped together give, bit for
+// bit, the logits of each document stepped alone, with head dims that take
+// the assembly kernels (SWA 64, linear 32), a window the longer prompts
+// wrap (ring slots out of position order) and an odd window (a half-used
+// last value pair).
+func TestDecodeBatch64Bitwise(t *testing.T) {
+	for _, W := range []int{24, 13} {
+		cfg := smallConfig()
+		cfg.MoELayers = nil
+		cfg.DModel = 64
+		cfg.SWAHeads, cfg.SWAHeadDim, cfg.Window = 2, 64, W
+		cfg.LinHeads, cfg.DState, cfg.LinHeadDim = 2, 16, 32
+		m := testModel(t, cfg, 61)
+		V := cfg.VocabSize
+		lens := make([]int, 64)
+		for i := range lens {
+			lens[i] = 1 + (i*7)%53
+		}
+		docs := randDocs(62, V, lens...)
+		const steps = 12
+		forced := randDocs(63, V, repeat(steps+1, 64)...)
+		run := func(which []int) [][]float32 {
+			in := NewInstance(m)
+			dec := in.NewDecoder()
+			for _, i := range which {
+				if _, err := dec.Add(Request{Prompt: docs[i]}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			out := make([][]float32, len(which))
+			toks := make([]int32, len(which))
+			for s := 0; s < steps; s++ {
+				for k, i := range which {
+					toks[k] = forced[i][s+1]
+				}
+				dec.forwardStep(toks)
+				for k := range which {
+					out[k] = append(out[k], dec.logits[k*V:(k+1)*V]...)
+				}
+			}
+			return out
+		}
+		all := make([]int, 64)
+		for i := range all {
+			all[i] = i
+		}
+		together := run(all)
+		for i := range all {
+			alone := run([]int{i})[0]
+			for j := range alone {
+				if math.Float32bits(alone[j]) != math.Float32bits(together[i][j]) {
+					t.Fatalf("W=%d doc %d (prompt %d): logit %d: alone %g, in the batch of 64 %g", W, i, lens[i], j, alone[j], together[i][j])
+				}
+			}
+		}
 	}
 }
