@@ -71,20 +71,26 @@ func (r *runner) startProgress() func() {
 			t := time.NewTicker(r.cfg.LogEvery)
 			defer t.Stop()
 			for {
+				// A last line at the end, so even a run shorter than the
+				// interval logs its progress once (like the bar's finish).
+				final := false
 				select {
 				case <-stop:
-					return
+					final = true
 				case <-t.C:
-					d, k := rates()
-					done := r.progressBytes()
-					args := []any{"docs", r.st.rowsOut.Load(), "rejected", r.st.rejected.Load(), "docs_per_s", int(d), "tok_per_s", int(k),
-						"shards_done", r.st.shardsDone.Load(), "shards_todo", r.sum.ShardsToDo}
-					if done > 0 && r.total > 0 {
-						el := time.Since(start)
-						eta := time.Duration(float64(el) * float64(r.total-done) / float64(done)).Round(time.Second)
-						args = append(args, "pct", fmt.Sprintf("%.1f", 100*float64(done)/float64(r.total)), "eta", eta.String())
-					}
-					r.cfg.Log.Info("progress", args...)
+				}
+				d, k := rates()
+				done := r.progressBytes()
+				args := []any{"docs", r.st.rowsOut.Load(), "rejected", r.st.rejected.Load(), "docs_per_s", int(d), "tok_per_s", int(k),
+					"shards_done", r.st.shardsDone.Load(), "shards_todo", r.sum.ShardsToDo}
+				if done > 0 && r.total > 0 {
+					el := time.Since(start)
+					eta := time.Duration(float64(el) * float64(r.total-done) / float64(done)).Round(time.Second)
+					args = append(args, "pct", fmt.Sprintf("%.1f", 100*float64(done)/float64(r.total)), "eta", eta.String())
+				}
+				r.cfg.Log.Info("progress", args...)
+				if final {
+					return
 				}
 			}
 		}()
