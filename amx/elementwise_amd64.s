@@ -364,3 +364,73 @@ scloop:
 scdone:
 	VZEROUPPER
 	RET
+
+// AVX-512 FromFloat32 (toBF16x512): the same integer rounding as
+// toBF16AVX2 on 16 lanes, NaN lanes found with an unordered compare and
+// merged in under a mask. Not VCVTNEPS2BF16: it flushes denormals to
+// zero, FromFloat32 rounds them like any other value.
+DATA bf5c<>+0(SB)/4, $0x7fff
+DATA bf5c<>+4(SB)/4, $1
+DATA bf5c<>+8(SB)/4, $0x400000 // the bf16 quiet bit 0x40, before the >>16
+GLOBL bf5c<>(SB), RODATA|NOPTR, $12
+
+// BF16X512(u, t) leaves FromFloat32(u) in the low word of each dword of
+// t: t = (u + 0x7fff + (u>>16)&1) >> 16, or (u | 0x400000) >> 16 for
+// NaN lanes. Needs Z16..Z18 from bf5c; clobbers K2.
+#define BF16X512(u, t) \
+	VPSRLD $16, u, t; \
+	VPANDD Z17, t, t; \
+	VPADDD Z16, t, t; \
+	VPADDD u, t, t; \
+	VCMPPS $3, u, u, K2; \
+	VPORD  Z18, u, K2, t; \
+	VPSRLD $16, t, t
+
+// func toBF16x512(dst *BF16, src *float32, n int)
+// Any n: 32 floats per iteration, then up to two masked vectors of 16,
+// so nothing outside src[:n] and dst[:n] is touched.
+TEXT ·toBF16x512(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), DX
+	VPBROADCASTD bf5c<>+0(SB), Z16
+	VPBROADCASTD bf5c<>+4(SB), Z17
+	VPBROADCASTD bf5c<>+8(SB), Z18
+	MOVQ DX, BX
+	SHRQ $5, BX
+	JZ   b5tail
+b5loop:
+	VMOVDQU32 (SI), Z0
+	VMOVDQU32 64(SI), Z1
+	BF16X512(Z0, Z2)
+	BF16X512(Z1, Z3)
+	VPMOVDW Z2, (DI)
+	VPMOVDW Z3, 32(DI)
+	ADDQ $128, SI
+	ADDQ $64, DI
+	DECQ BX
+	JNZ  b5loop
+b5tail:
+	ANDQ $31, DX // 0..31 left: a full-or-partial vector, then a partial one
+	JZ   b5done
+	MOVQ $-1, AX
+	CMPQ DX, $16
+	JB   b5last
+	VMOVDQU32 (SI), Z0
+	BF16X512(Z0, Z2)
+	VPMOVDW Z2, (DI)
+	ADDQ $64, SI
+	ADDQ $32, DI
+	SUBQ $16, DX
+	JZ   b5done
+b5last:
+	MOVQ DX, CX
+	SHLQ CX, AX
+	NOTQ AX // low n lanes
+	KMOVW AX, K1
+	VMOVDQU32.Z (SI), K1, Z0
+	BF16X512(Z0, Z2)
+	VPMOVDW Z2, K1, (DI)
+b5done:
+	VZEROUPPER
+	RET
