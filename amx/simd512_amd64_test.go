@@ -235,3 +235,66 @@ func BenchmarkAdamWKernels(b *testing.B) {
 		}
 	}
 }
+
+type transposeVariant struct {
+	name string
+	f    func(dst, src []BF16, r, c int)
+}
+
+func transposeVariants(t testing.TB) []transposeVariant {
+	c := CPU()
+	var vs []transposeVariant
+	if c.AVX2 && c.OSAVX {
+		vs = append(vs, transposeVariant{"avx2", transposeBF16AVX2})
+	}
+	if c.AVX512F && c.OSAVX512 {
+		vs = append(vs, transposeVariant{"avx512", transposeBF16x512})
+	}
+	if len(vs) == 0 {
+		t.Skipf("no SIMD transpose on this CPU: %+v", c)
+	}
+	return vs
+}
+
+// TestTransposeVariants: every kernel on every combination of ragged
+// sizes around the 16-wide blocks, src and dst at guard pages.
+func TestTransposeVariants(t *testing.T) {
+	sizes := []int{0, 1, 7, 15, 16, 17, 31, 32, 33, 48, 100}
+	for _, v := range transposeVariants(t) {
+		for _, r := range sizes {
+			for _, c := range append(sizes, 640) {
+				src, dst := guarded16(t, r*c), guarded16(t, r*c)
+				for i := range src {
+					src[i] = BF16(i*7 + 3)
+					dst[i] = 0xdead
+				}
+				v.f(dst, src, r, c)
+				for i := 0; i < r; i++ {
+					for j := 0; j < c; j++ {
+						if dst[j*r+i] != src[i*c+j] {
+							t.Fatalf("%s %dx%d: dst[%d][%d] = %#x, want %#x", v.name, r, c, j, i, dst[j*r+i], src[i*c+j])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkTransposeKernels: the training shapes' transposes (tokens ×
+// width) per kernel, side by side.
+func BenchmarkTransposeKernels(b *testing.B) {
+	for _, sh := range [][2]int{{256, 256}, {4096, 640}} {
+		r, c := sh[0], sh[1]
+		src, dst := make([]BF16, r*c), make([]BF16, r*c)
+		vs := append([]transposeVariant{{"generic", transposeBF16Generic}}, transposeVariants(b)...)
+		for _, v := range vs {
+			b.Run(fmt.Sprintf("%dx%d/%s", r, c, v.name), func(b *testing.B) {
+				b.SetBytes(int64(4 * r * c))
+				for b.Loop() {
+					v.f(dst, src, r, c)
+				}
+			})
+		}
+	}
+}

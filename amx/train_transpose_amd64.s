@@ -83,3 +83,107 @@ TEXT ·transpose16AVX2(SB), NOSPLIT, $0-40
 	OUT2(7)
 	VZEROUPPER
 	RET
+
+// T5OUT writes output rows k (at AX) and k+8 (at R14) from Z_k, then
+// steps both to the next row: lanes 0,2 are row k, lanes 1,3 row k+8.
+#define T5OUT(z, y) \
+	VSHUFI64X2 $0xD8, z, z, z; \
+	VMOVDQU y, (AX); \
+	VEXTRACTI64X4 $1, z, (R14); \
+	ADDQ DX, AX; \
+	ADDQ DX, R14
+
+// func transpose16BF16x512(dst *BF16, lddBytes int, src *BF16, ldsBytes int, rowBlocks, colBlocks int)
+// dst[c·ldd + r] = src[r·lds + c] for r < 16·rowBlocks, c < 16·colBlocks.
+// One 16×16 block in registers, no scratch memory: Z_r holds source row r
+// in its low 256 bits and row r+8 in its high 256 bits, so HALF8's
+// unpack network (here on zmm) transposes both halves at once and leaves
+// Z_k = [col k, rows 0-7 | col k+8, rows 0-7 | col k, rows 8-15 |
+// col k+8, rows 8-15] (128-bit lanes); one lane shuffle makes that output
+// rows k and k+8.
+TEXT ·transpose16BF16x512(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ lddBytes+8(FP), DX
+	MOVQ src+16(FP), SI
+	MOVQ ldsBytes+24(FP), BX
+	MOVQ rowBlocks+32(FP), R8
+	MOVQ colBlocks+40(FP), R9
+	TESTQ R8, R8
+	JZ   t5done
+	TESTQ R9, R9
+	JZ   t5done
+	LEAQ (BX)(BX*2), R10 // 3 source rows
+	MOVQ BX, R13
+	SHLQ $4, R13         // 16 source rows
+	MOVQ DX, R15
+	SHLQ $4, R15         // 16 destination rows
+t5col:
+	MOVQ SI, R11
+	MOVQ DI, R12
+	MOVQ R8, CX
+t5row:
+	MOVQ R11, AX
+	LEAQ (AX)(BX*8), R14 // source row 8
+	VMOVDQU (AX), Y0
+	VMOVDQU (AX)(BX*1), Y1
+	VMOVDQU (AX)(BX*2), Y2
+	VMOVDQU (AX)(R10*1), Y3
+	VINSERTI64X4 $1, (R14), Z0, Z0
+	VINSERTI64X4 $1, (R14)(BX*1), Z1, Z1
+	VINSERTI64X4 $1, (R14)(BX*2), Z2, Z2
+	VINSERTI64X4 $1, (R14)(R10*1), Z3, Z3
+	LEAQ (AX)(BX*4), AX
+	LEAQ (R14)(BX*4), R14
+	VMOVDQU (AX), Y4
+	VMOVDQU (AX)(BX*1), Y5
+	VMOVDQU (AX)(BX*2), Y6
+	VMOVDQU (AX)(R10*1), Y7
+	VINSERTI64X4 $1, (R14), Z4, Z4
+	VINSERTI64X4 $1, (R14)(BX*1), Z5, Z5
+	VINSERTI64X4 $1, (R14)(BX*2), Z6, Z6
+	VINSERTI64X4 $1, (R14)(R10*1), Z7, Z7
+	VPUNPCKLWD Z1, Z0, Z8
+	VPUNPCKHWD Z1, Z0, Z9
+	VPUNPCKLWD Z3, Z2, Z0
+	VPUNPCKHWD Z3, Z2, Z1
+	VPUNPCKLWD Z5, Z4, Z2
+	VPUNPCKHWD Z5, Z4, Z3
+	VPUNPCKLWD Z7, Z6, Z4
+	VPUNPCKHWD Z7, Z6, Z5
+	VPUNPCKLDQ Z0, Z8, Z6
+	VPUNPCKHDQ Z0, Z8, Z7
+	VPUNPCKLDQ Z1, Z9, Z10
+	VPUNPCKHDQ Z1, Z9, Z11
+	VPUNPCKLDQ Z4, Z2, Z12
+	VPUNPCKHDQ Z4, Z2, Z13
+	VPUNPCKLDQ Z5, Z3, Z14
+	VPUNPCKHDQ Z5, Z3, Z15
+	VPUNPCKLQDQ Z12, Z6, Z0
+	VPUNPCKHQDQ Z12, Z6, Z1
+	VPUNPCKLQDQ Z13, Z7, Z2
+	VPUNPCKHQDQ Z13, Z7, Z3
+	VPUNPCKLQDQ Z14, Z10, Z4
+	VPUNPCKHQDQ Z14, Z10, Z5
+	VPUNPCKLQDQ Z15, Z11, Z6
+	VPUNPCKHQDQ Z15, Z11, Z7
+	MOVQ R12, AX
+	LEAQ (AX)(DX*8), R14 // destination row 8
+	T5OUT(Z0, Y0)
+	T5OUT(Z1, Y1)
+	T5OUT(Z2, Y2)
+	T5OUT(Z3, Y3)
+	T5OUT(Z4, Y4)
+	T5OUT(Z5, Y5)
+	T5OUT(Z6, Y6)
+	T5OUT(Z7, Y7)
+	ADDQ R13, R11
+	ADDQ $32, R12
+	DECQ CX
+	JNZ  t5row
+	ADDQ $32, SI
+	ADDQ R15, DI
+	DECQ R9
+	JNZ  t5col
+t5done:
+	VZEROUPPER
+	RET
