@@ -247,7 +247,7 @@ func transposeVariants(t testing.TB) []transposeVariant {
 	if c.AVX2 && c.OSAVX {
 		vs = append(vs, transposeVariant{"avx2", transposeBF16AVX2})
 	}
-	if c.AVX512F && c.OSAVX512 {
+	if c.AVX512F && c.AVX512BW && c.OSAVX512 {
 		vs = append(vs, transposeVariant{"avx512", transposeBF16x512})
 	}
 	if len(vs) == 0 {

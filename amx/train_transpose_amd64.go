@@ -13,7 +13,7 @@ func init() {
 	if c.AVX2 && c.OSAVX {
 		transposeImpl16 = transposeBF16AVX2
 	}
-	if c.AVX512F && c.OSAVX512 {
+	if c.AVX512F && c.AVX512BW && c.OSAVX512 { // BW: word unpacks on zmm
 		transposeImpl16 = transposeBF16x512
 	}
 }
