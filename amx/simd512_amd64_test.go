@@ -184,6 +184,30 @@ func TestAdamWVariants(t *testing.T) {
 	}
 }
 
+// FuzzAdamWStep: random lengths, inputs (with zeros, denormals, huge,
+// ±Inf, NaN) and constants taken from the fuzzer's bits.
+func FuzzAdamWStep(f *testing.F) {
+	f.Add(uint16(33), uint64(1), uint32(0x3f333333), uint32(0x322bcc77))
+	f.Add(uint16(4099), uint64(2), uint32(0x3f800000), uint32(0))
+	f.Fuzz(func(t *testing.T, n16 uint16, seed uint64, scaleBits, epsBits uint32) {
+		n := int(n16) % 5000
+		r := rand.New(rand.NewPCG(seed, 35))
+		c := adamWConsts()
+		c.GradScale, c.Eps = math.Float32frombits(scaleBits), math.Float32frombits(epsBits)
+		w, g, m, v := make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
+		adamWInput(r, w, g, m, v)
+		w2, m2, v2 := append([]float32(nil), w...), append([]float32(nil), m...), append([]float32(nil), v...)
+		adamWGeneric(w2, g, m2, v2, c)
+		for _, vr := range adamWVariants(t) {
+			w1, m1, v1 := append([]float32(nil), w...), append([]float32(nil), m...), append([]float32(nil), v...)
+			vr.f(w1, g, m1, v1, c)
+			if i := max(bitsEqualNaN(w1, w2), bitsEqualNaN(m1, m2), bitsEqualNaN(v1, v2)); i >= 0 {
+				t.Fatalf("%s n=%d: element %d differs from the generic step", vr.name, n, i)
+			}
+		}
+	})
+}
+
 // bitsEqualNaN is bitsEqual but any NaN equals any NaN (x86 and Go may
 // pick different NaN payloads for an invalid operation like Inf−Inf).
 func bitsEqualNaN(a, b []float32) int {
