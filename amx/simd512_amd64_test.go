@@ -220,9 +220,10 @@ func bitsEqualNaN(a, b []float32) int {
 }
 
 // BenchmarkToBF16Kernels times the generic, AVX2 and AVX-512 kernels side
-// by side at a small, an L2-sized and a DRAM-sized slice.
+// by side: a head row (the training step's most frequent call), a small,
+// an L2-sized and a DRAM-sized slice.
 func BenchmarkToBF16Kernels(b *testing.B) {
-	for _, n := range []int{2048, 131072, 1 << 20} {
+	for _, n := range []int{32, 2048, 131072, 1 << 20} {
 		src, dst := make([]float32, n), make([]BF16, n)
 		bf16Input(rand.New(rand.NewPCG(1, 2)), src)
 		vs := append([]toBF16Variant{{"generic", toBF16Generic}}, toBF16Variants(b)...)
@@ -305,10 +306,11 @@ func TestTransposeVariants(t *testing.T) {
 	}
 }
 
-// BenchmarkTransposeKernels: the training shapes' transposes (tokens ×
-// width) per kernel, side by side.
+// BenchmarkTransposeKernels: the training step's transpose shapes per
+// kernel, side by side (64×32 and 64×64 are the frequent ones, 4096×256
+// and 4096×640 the large ones).
 func BenchmarkTransposeKernels(b *testing.B) {
-	for _, sh := range [][2]int{{256, 256}, {4096, 640}} {
+	for _, sh := range [][2]int{{64, 32}, {64, 64}, {256, 64}, {4096, 256}, {4096, 640}} {
 		r, c := sh[0], sh[1]
 		src, dst := make([]BF16, r*c), make([]BF16, r*c)
 		vs := append([]transposeVariant{{"generic", transposeBF16Generic}}, transposeVariants(b)...)
