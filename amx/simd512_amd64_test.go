@@ -293,14 +293,27 @@ func TestTransposeVariants(t *testing.T) {
 					src[i] = BF16(i*7 + 3)
 					dst[i] = 0xdead
 				}
-				v.f(dst, src, r, c)
-				for i := 0; i < r; i++ {
-					for j := 0; j < c; j++ {
-						if dst[j*r+i] != src[i*c+j] {
-							t.Fatalf("%s %dx%d: dst[%d][%d] = %#x, want %#x", v.name, r, c, j, i, dst[j*r+i], src[i*c+j])
-						}
-					}
-				}
+				checkTranspose(t, v, dst, src, r, c)
+			}
+		}
+		for _, sh := range [][2]int{{4096, 640}, {1000, 48}, {48, 1000}} { // odd and even block counts, big strides
+			r, c := sh[0], sh[1]
+			src, dst := guarded16(t, r*c), guarded16(t, r*c)
+			for i := range src {
+				src[i] = BF16(i*7 + 3)
+			}
+			checkTranspose(t, v, dst, src, r, c)
+		}
+	}
+}
+
+func checkTranspose(t *testing.T, v transposeVariant, dst, src []BF16, r, c int) {
+	t.Helper()
+	v.f(dst, src, r, c)
+	for i := 0; i < r; i++ {
+		for j := 0; j < c; j++ {
+			if dst[j*r+i] != src[i*c+j] {
+				t.Fatalf("%s %dx%d: dst[%d][%d] = %#x, want %#x", v.name, r, c, j, i, dst[j*r+i], src[i*c+j])
 			}
 		}
 	}
