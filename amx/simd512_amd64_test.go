@@ -326,6 +326,9 @@ func BenchmarkTransposeKernels(b *testing.B) {
 	for _, sh := range [][2]int{{64, 32}, {64, 64}, {256, 64}, {4096, 256}, {4096, 640}} {
 		r, c := sh[0], sh[1]
 		src, dst := make([]BF16, r*c), make([]BF16, r*c)
+		for i := range src { // real pages: an untouched src would all be the one zero page
+			src[i], dst[i] = BF16(i), 1
+		}
 		vs := append([]transposeVariant{{"generic", transposeBF16Generic}}, transposeVariants(b)...)
 		for _, v := range vs {
 			b.Run(fmt.Sprintf("%dx%d/%s", r, c, v.name), func(b *testing.B) {

@@ -284,11 +284,16 @@ TEXT ·transpose16AVX2(SB), NOSPLIT, $0-40
 
 // func transpose16BF16x512(dst *BF16, lddBytes int, src *BF16, ldsBytes int, rowBlocks, colBlocks int)
 // dst[c·ldd + r] = src[r·lds + c] for r < 16·rowBlocks, c < 16·colBlocks,
-// all in registers (no scratch memory). Column-block-major, two source
-// row blocks at a time: each output row gets one full 64-byte store per
-// step and the 16 rows of a column band are written front to back.
-// (Row-block-major, one block at a time, was 2× slower at 4096×640:
-// with a power-of-two r the 16 output rows share one L1 set.)
+// all in registers (no scratch memory), 2×2 blocks (32×32) per step:
+// every 64-byte source line is read once, whole, and every output line
+// is written once by one 64-byte store. Large transposes are bound by
+// memory traffic, and partial lines cost it twice: read-for-ownership
+// merges when a half-written output line is evicted (a power-of-two r
+// puts all 16 output rows of a block in one L1 set), or re-reads of
+// source lines whose other half was used a column pass earlier.
+// Steps go along the source rows (row-pair bands), so the 32 source rows
+// stream front to back. A last odd column block or row band goes one
+// block (pair) at a time.
 TEXT ·transpose16BF16x512(SB), NOSPLIT, $0-48
 	MOVQ dst+0(FP), DI
 	MOVQ lddBytes+8(FP), DX
@@ -296,8 +301,6 @@ TEXT ·transpose16BF16x512(SB), NOSPLIT, $0-48
 	MOVQ ldsBytes+24(FP), BX
 	MOVQ rowBlocks+32(FP), R8
 	MOVQ colBlocks+40(FP), R9
-	TESTQ R8, R8
-	JZ   t5done
 	TESTQ R9, R9
 	JZ   t5done
 	LEAQ (BX)(BX*2), R10 // 3 source rows
@@ -305,35 +308,58 @@ TEXT ·transpose16BF16x512(SB), NOSPLIT, $0-48
 	SHLQ $4, R13         // 16 source rows
 	MOVQ DX, R15
 	SHLQ $4, R15         // 16 output rows
-t5col:
+	SHRQ $1, R8          // row-block pairs
+	JZ   t5lastband
+t5band:
 	MOVQ SI, R11
 	MOVQ DI, R12
-	MOVQ R8, CX
+	MOVQ R9, CX
 	SHRQ $1, CX
-	JZ   t5odd
-t5pair:
+	JZ   t5bandodd
+t5quad:
 	MOVQ R11, AX
 	T5NETA
 	LEAQ (R11)(R13*1), AX
 	T5NETB
 	MOVQ R12, AX
 	T5OUT2
-	LEAQ (R11)(R13*2), R11
-	ADDQ $64, R12
+	LEAQ 32(R11), AX
+	T5NETA
+	LEAQ 32(R11)(R13*1), AX
+	T5NETB
+	LEAQ (R12)(R15*1), AX
+	T5OUT2
+	ADDQ $64, R11
+	LEAQ (R12)(R15*2), R12
 	DECQ CX
-	JNZ  t5pair
-t5odd:
-	TESTQ $1, R8
-	JZ   t5next
+	JNZ  t5quad
+t5bandodd:
+	TESTQ $1, R9
+	JZ   t5bandnext
 	MOVQ R11, AX
 	T5NETA
+	LEAQ (R11)(R13*1), AX
+	T5NETB
 	MOVQ R12, AX
+	T5OUT2
+t5bandnext:
+	LEAQ (SI)(R13*2), SI
+	ADDQ $64, DI
+	DECQ R8
+	JNZ  t5band
+t5lastband:
+	TESTQ $1, rowBlocks+32(FP)
+	JZ   t5done
+	MOVQ R9, CX
+t5single:
+	MOVQ SI, AX
+	T5NETA
+	MOVQ DI, AX
 	T5OUT1
-t5next:
 	ADDQ $32, SI
 	ADDQ R15, DI
-	DECQ R9
-	JNZ  t5col
+	DECQ CX
+	JNZ  t5single
 t5done:
 	VZEROUPPER
 	RET
