@@ -9,11 +9,12 @@ func adamWAVX2(w, gr, m, v *float32, n int, c *AdamWConsts)
 func adamW512(w, gr, m, v *float32, n int, c *AdamWConsts)
 
 // init installs the AVX2 kernel even where AVX-512 exists: the step is
-// bound by the divide/sqrt unit, which does a 16-lane VDIVPS/VSQRTPS in
-// twice the time of an 8-lane one on the Xeons measured, and the 512-bit
-// kernel came out ~6% slower (BenchmarkAdamWKernels, n=2048 and 131072;
-// equal at 1M, where memory bounds both). adamW512 stays, tested bit for
-// bit, for CPUs with a full-width divider.
+// bound by the divide/sqrt unit, and on the Xeon it was measured on
+// (Sapphire Rapids class) a 16-lane VDIVPS/VSQRTPS takes 2.1-2.2× the
+// time of an 8-lane one, so the 512-bit kernel came out 5-8% slower
+// (BenchmarkAdamWKernels, n=2048 and 131072; equal at 1M, where memory
+// bounds both). adamW512 stays, tested bit for bit, for CPUs whose
+// divider is 512 bits wide.
 func init() {
 	if c := CPU(); c.AVX2 && c.OSAVX {
 		adamWImpl = adamWFast
