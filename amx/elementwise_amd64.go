@@ -9,6 +9,9 @@ func toFloat32AVX2(dst *float32, src *BF16, n int)
 func toBF16AVX2(dst *BF16, src *float32, n int)
 
 //go:noescape
+func toBF16x512(dst *BF16, src *float32, n int)
+
+//go:noescape
 func dotAVX2(a, b *float32, n int) float32
 
 //go:noescape
@@ -44,6 +47,17 @@ func init() {
 		softmaxImpl = softmax512 // twice the lanes for the exp-heavy kernel
 		elementwiseKernel += "+avx512"
 	}
+	if c.AVX512F && c.AVX512BW && c.OSAVX512 {
+		toBF16Impl = toBF16Fast512
+	}
+}
+
+// toBF16Fast512 is ToBF16 on 16 lanes; the assembly masks the last
+// partial vector, so there is no Go tail.
+func toBF16Fast512(dst []BF16, src []float32) {
+	if len(src) > 0 {
+		toBF16x512(&dst[0], &src[0], len(src))
+	}
 }
 
 // useAVX2Elementwise installs the AVX2 elementwise kernels. The
@@ -59,13 +73,7 @@ func useAVX2Elementwise() {
 		}
 		toFloat32Generic(dst[n:], src[n:])
 	}
-	toBF16Impl = func(dst []BF16, src []float32) {
-		n := len(src) &^ 7
-		if n > 0 {
-			toBF16AVX2(&dst[0], &src[0], n)
-		}
-		toBF16Generic(dst[n:], src[n:])
-	}
+	toBF16Impl = toBF16Fast
 	dotImpl = dotFast
 	rmsNormImpl = rmsNormFast
 	relu2Impl = func(x []float32) {
@@ -97,6 +105,15 @@ func useAVX2Elementwise() {
 		ropeGeneric(lo[n:], hi[n:], cos[n:], sin[n:])
 	}
 	softmaxImpl = softmaxFast
+}
+
+// toBF16Fast: blocks of 8 in AVX2 assembly, the rest in Go.
+func toBF16Fast(dst []BF16, src []float32) {
+	n := len(src) &^ 7
+	if n > 0 {
+		toBF16AVX2(&dst[0], &src[0], n)
+	}
+	toBF16Generic(dst[n:], src[n:])
 }
 
 // dotFast: blocks of 32 in assembly (four 8-lane sums), the rest in Go.

@@ -364,3 +364,88 @@ scloop:
 scdone:
 	VZEROUPPER
 	RET
+
+// AVX-512 FromFloat32 (toBF16x512): the integer rounding of
+// toBF16AVX2 on 16 lanes. Not VCVTNEPS2BF16: it flushes denormals to
+// zero, FromFloat32 rounds them like any other value.
+DATA bf5c<>+0(SB)/4, $0x7fff
+DATA bf5c<>+4(SB)/4, $1
+DATA bf5c<>+8(SB)/4, $0x400000 // the bf16 quiet bit 0x40, before the >>16
+DATA bf5c<>+12(SB)/4, $0x10000 // the bit that becomes the bf16 lsb
+GLOBL bf5c<>(SB), RODATA|NOPTR, $16
+
+// VPERMT2W index: the high word of each of 32 dwords in two registers.
+DATA bf5hi<>+0(SB)/8, $0x0007000500030001
+DATA bf5hi<>+8(SB)/8, $0x000f000d000b0009
+DATA bf5hi<>+16(SB)/8, $0x0017001500130011
+DATA bf5hi<>+24(SB)/8, $0x001f001d001b0019
+DATA bf5hi<>+32(SB)/8, $0x0027002500230021
+DATA bf5hi<>+40(SB)/8, $0x002f002d002b0029
+DATA bf5hi<>+48(SB)/8, $0x0037003500330031
+DATA bf5hi<>+56(SB)/8, $0x003f003d003b0039
+GLOBL bf5hi<>(SB), RODATA|NOPTR, $64
+
+// BF16RND(u, t) puts FromFloat32(u) in the high word of each dword of t:
+// t = u + 0x7fff + (u>>16)&1 (the +1 as a masked add on the lanes whose
+// bit 16 is set), or u | 0x400000 on NaN lanes (unordered compare).
+// Needs Z16..Z18, Z20 from bf5c; clobbers K2, K3.
+#define BF16RND(u, t) \
+	VPTESTMD Z20, u, K3; \
+	VPADDD   Z16, u, t; \
+	VPADDD   Z17, t, K3, t; \
+	VCMPPS   $3, u, u, K2; \
+	VPORD    Z18, u, K2, t
+
+// func toBF16x512(dst *BF16, src *float32, n int)
+// Any n: 32 floats per iteration, their 32 high words gathered by one
+// VPERMT2W; then up to two vectors of 16 narrowed by VPMOVDW, the last
+// one masked, so nothing outside src[:n] and dst[:n] is touched.
+TEXT ·toBF16x512(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), DX
+	VPBROADCASTD bf5c<>+0(SB), Z16
+	VPBROADCASTD bf5c<>+4(SB), Z17
+	VPBROADCASTD bf5c<>+8(SB), Z18
+	VPBROADCASTD bf5c<>+12(SB), Z20
+	MOVQ DX, BX
+	SHRQ $5, BX
+	JZ   b5tail
+	VMOVDQU64 bf5hi<>+0(SB), Z19
+b5loop:
+	VMOVDQU32 (SI), Z0
+	VMOVDQU32 64(SI), Z1
+	BF16RND(Z0, Z2)
+	BF16RND(Z1, Z3)
+	VPERMT2W Z3, Z19, Z2
+	VMOVDQU32 Z2, (DI)
+	ADDQ $128, SI
+	ADDQ $64, DI
+	DECQ BX
+	JNZ  b5loop
+b5tail:
+	ANDQ $31, DX // 0..31 left: a full-or-partial vector, then a partial one
+	JZ   b5done
+	MOVQ $-1, AX
+	CMPQ DX, $16
+	JB   b5last
+	VMOVDQU32 (SI), Z0
+	BF16RND(Z0, Z2)
+	VPSRLD  $16, Z2, Z2
+	VPMOVDW Z2, (DI)
+	ADDQ $64, SI
+	ADDQ $32, DI
+	SUBQ $16, DX
+	JZ   b5done
+b5last:
+	MOVQ DX, CX
+	SHLQ CX, AX
+	NOTQ AX // low n lanes
+	KMOVW AX, K1
+	VMOVDQU32.Z (SI), K1, Z0
+	BF16RND(Z0, Z2)
+	VPSRLD  $16, Z2, Z2
+	VPMOVDW Z2, K1, (DI)
+b5done:
+	VZEROUPPER
+	RET

@@ -31,12 +31,15 @@ func AdamWStep(w, g, m, v []float32, c *AdamWConsts) {
 var adamWImpl = adamWGeneric
 
 func adamWGeneric(w, g, m, v []float32, c *AdamWConsts) {
+	// The float32 conversions round each product before its sum: without
+	// them Go may fuse a·b+c into one FMA (it does with GOAMD64=v3), and
+	// the generic loop would disagree with the assembly.
 	for i := range w {
 		gi := g[i] * c.GradScale
-		mi := c.Beta1*m[i] + c.OneMinusB1*gi
-		vi := c.Beta2*v[i] + c.OneMinusB2*gi*gi
+		mi := float32(c.Beta1*m[i]) + float32(c.OneMinusB1*gi)
+		vi := float32(c.Beta2*v[i]) + float32(c.OneMinusB2*gi*gi)
 		m[i], v[i] = mi, vi
 		wi := w[i] * c.Decay
-		w[i] = wi - c.StepSize*mi/(float32(math.Sqrt(float64(vi*c.InvC2)))+c.Eps)
+		w[i] = wi - float32(c.StepSize*mi)/(float32(math.Sqrt(float64(vi*c.InvC2)))+c.Eps)
 	}
 }

@@ -53,3 +53,71 @@ awloop:
 awdone:
 	VZEROUPPER
 	RET
+
+// AWSTEP16(k) is one adamWGeneric step on 16 lanes under mask k (K0: all
+// lanes): loads zero the lanes outside k, stores leave them alone. Same
+// operations, same order and roundings as adamWAVX2.
+#define AWSTEP16(k) \
+	VMULPS.Z  (SI), Z8, k, Z0; \
+	VMULPS.Z  (R8), Z9, k, Z1; \
+	VMULPS    Z0, Z11, Z2; \
+	VADDPS    Z2, Z1, Z1; \
+	VMOVUPS   Z1, k, (R8); \
+	VMULPS.Z  (R9), Z10, k, Z3; \
+	VMULPS    Z0, Z12, Z4; \
+	VMULPS    Z0, Z4, Z4; \
+	VADDPS    Z4, Z3, Z3; \
+	VMOVUPS   Z3, k, (R9); \
+	VMULPS    Z14, Z3, Z6; \
+	VSQRTPS   Z6, Z6; \
+	VADDPS    Z15, Z6, Z6; \
+	VMULPS    Z1, Z7, Z5; \
+	VDIVPS    Z6, Z5, Z5; \
+	VMULPS.Z  (DI), Z13, k, Z2; \
+	VSUBPS    Z5, Z2, Z2; \
+	VMOVUPS   Z2, k, (DI)
+
+// func adamW512(w, gr, m, v *float32, n int, c *AdamWConsts)
+// adamWAVX2 on 16 lanes, any n ≥ 0: the last partial vector is masked,
+// so nothing outside the n elements is read or written.
+TEXT ·adamW512(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), DI
+	MOVQ gr+8(FP), SI
+	MOVQ m+16(FP), R8
+	MOVQ v+24(FP), R9
+	MOVQ n+32(FP), DX
+	MOVQ c+40(FP), AX
+	VBROADCASTSS 0(AX), Z8   // GradScale
+	VBROADCASTSS 4(AX), Z9   // Beta1
+	VBROADCASTSS 8(AX), Z10  // Beta2
+	VBROADCASTSS 12(AX), Z11 // 1−Beta1
+	VBROADCASTSS 16(AX), Z12 // 1−Beta2
+	VBROADCASTSS 20(AX), Z13 // Decay
+	VBROADCASTSS 24(AX), Z14 // InvC2
+	VBROADCASTSS 28(AX), Z15 // Eps
+	VBROADCASTSS 32(AX), Z7  // StepSize
+	MOVQ DX, BX
+	SHRQ $4, BX
+	JZ   aw5tail
+	MOVQ $-1, AX
+	KMOVW AX, K1 // all lanes: the loop shares the masked macro
+aw5loop:
+	AWSTEP16(K1)
+	ADDQ $64, DI
+	ADDQ $64, SI
+	ADDQ $64, R8
+	ADDQ $64, R9
+	DECQ BX
+	JNZ  aw5loop
+aw5tail:
+	ANDQ $15, DX
+	JZ   aw5done
+	MOVQ DX, CX
+	MOVQ $-1, AX
+	SHLQ CX, AX
+	NOTQ AX // low n&15 lanes
+	KMOVW AX, K1
+	AWSTEP16(K1)
+aw5done:
+	VZEROUPPER
+	RET
