@@ -63,8 +63,10 @@ func RoPE(x, cos, sin []float32) {
 func ropeGeneric(lo, hi, cos, sin []float32) {
 	for i := range lo {
 		a, b := lo[i], hi[i]
-		lo[i] = a*cos[i] - b*sin[i]
-		hi[i] = b*cos[i] + a*sin[i]
+		// float32() rounds each product, as the assembly does: without it
+		// GOAMD64=v3 builds fuse them into FMAs and the results differ.
+		lo[i] = float32(a*cos[i]) - float32(b*sin[i])
+		hi[i] = float32(b*cos[i]) + float32(a*sin[i])
 	}
 }
 
