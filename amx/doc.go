@@ -15,6 +15,9 @@
 // written by the generator in _gen/, run `go generate ./amx/`, because Go's
 // assembler has no mnemonics for VDPBF16PS or the AMX instructions),
 // cpu*.go (CPUID/XGETBV/arch_prctl detection), elementwise*.go and
-// softmax_amd64.s (elementwise kernels), pack_amd64.s (vectorised packing),
-// selftest.go (the check `onecore doctor` runs).
+// softmax_amd64.s (elementwise kernels), rows*.go (row-batched kernels of
+// prefill), decode_attn*.go (one-token attention of decode), train_*.go,
+// decay*.go, split*.go, rmsbwd*.go, copyrows*.go (training kernels),
+// pack_amd64.s (vectorised packing), selftest.go (the check `onecore
+// doctor` runs on every fast path).
 package amx

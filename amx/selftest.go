@@ -110,9 +110,13 @@ func SelfTest(k Kernel) error {
 
 // SelfTestElementwise checks the installed elementwise fast paths against
 // the generic code on ragged lengths: bit-exact where the operations are
-// the same (bf16 conversion, ReLU², Add, Axpy, RoPE), within the fp32
-// summation bound where the order differs (Dot, RMSNorm, SoftmaxRow).
+// the same (bf16 conversion, ReLU², Add, Axpy, RoPE, SplitBF16, CopyRows,
+// the decode attention kernels), within the fp32 summation bound where the
+// order differs (Dot, RMSNorm, SoftmaxRow, RMSNormBwdRows, DecayMatrix).
 func SelfTestElementwise() error {
+	if err := selfTestRows(); err != nil {
+		return err
+	}
 	r := rand.New(rand.NewPCG(7, 7))
 	for n := 0; n <= 67; n++ {
 		x, y := make([]float32, n), make([]float32, n)
@@ -176,6 +180,108 @@ func SelfTestElementwise() error {
 			if math.Abs(float64(s1[i]-s2[i])) > tol*float64(s2[i])+1e-30 {
 				return fmt.Errorf("SoftmaxRow n=%d [%d]: %g, generic %g", n, i, s1[i], s2[i])
 			}
+		}
+	}
+	return nil
+}
+
+// selfTestRows checks the row kernels of training and decode.
+func selfTestRows() error {
+	r := rand.New(rand.NewPCG(8, 8))
+	randf := func(n int) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		return x
+	}
+	randb := func(n int) []BF16 {
+		b := make([]BF16, n)
+		ToBF16(b, randf(n))
+		return b
+	}
+	eqF := func(name string, a, b []float32, tol float64) error {
+		for i := range a {
+			if d := math.Abs(float64(a[i] - b[i])); d > tol*(1+math.Abs(float64(b[i]))) || (tol == 0 && math.Float32bits(a[i]) != math.Float32bits(b[i])) {
+				return fmt.Errorf("%s [%d]: %g, generic %g", name, i, a[i], b[i])
+			}
+		}
+		return nil
+	}
+	for _, n := range []int{1, 15, 16, 17, 33, 64} {
+		x := randf(n)
+		h1, l1, h2, l2 := make([]BF16, n), make([]BF16, n), make([]BF16, n), make([]BF16, n)
+		SplitBF16(h1, l1, x)
+		splitBF16Generic(h2, l2, x)
+		for i := range h1 {
+			if h1[i] != h2[i] || l1[i] != l2[i] {
+				return fmt.Errorf("SplitBF16 n=%d [%d] differs from generic", n, i)
+			}
+		}
+		l := make([]float32, n)
+		s := 0.0
+		for i := range l {
+			s -= r.Float64()
+			l[i] = float32(s)
+		}
+		m1, m2 := make([]float32, n*n), make([]float32, n*n)
+		DecayMatrix(m1, l, n)
+		decayMatrixGeneric(m2, l, n)
+		if err := eqF(fmt.Sprintf("DecayMatrix n=%d", n), m1, m2, 1e-6); err != nil {
+			return err
+		}
+		c1, c2 := make([]float32, 3*n+2), make([]float32, 3*n+2)
+		src := randf(3 * (n + 1))
+		CopyRows(c1, n+1, src, n+1, 3, n)
+		copyRowsGeneric(c2, n+1, src, n+1, 3, n)
+		if err := eqF(fmt.Sprintf("CopyRows n=%d", n), c1, c2, 0); err != nil {
+			return err
+		}
+	}
+	for _, grp := range []int{16, 32, 256} {
+		D := 256
+		x, g, dy, rr := randf(3*D), randf(D), randf(3*D), randf(3*D/grp)
+		dx1, dg1 := randf(3*D), randf(D)
+		dx2, dg2 := append([]float32(nil), dx1...), append([]float32(nil), dg1...)
+		RMSNormBwdRows(dx1, dg1, x, g, dy, rr, D, grp, true)
+		rmsNormBwdRowsGeneric(dx2, dg2, x, g, dy, rr, D, grp, true)
+		if err := eqF(fmt.Sprintf("RMSNormBwdRows group=%d", grp), dx1, dx2, 1e-4); err != nil {
+			return err
+		}
+		if err := eqF(fmt.Sprintf("RMSNormBwdRows group=%d dg", grp), dg1, dg2, 1e-4); err != nil {
+			return err
+		}
+	}
+	for _, hd := range []int{32, 64} {
+		for _, nk := range []int{1, 2, 17, 255, 256} {
+			ldk := nk + 3
+			q, k, v := randb(hd), randb(hd*ldk), randb((nk+1)/2*2*hd)
+			s1, s2 := make([]float32, nk), make([]float32, nk)
+			decodeScoresImpl(s1, q, k, ldk, 0.125)
+			decodeScoresGeneric(s2, q, k, ldk, 0.125)
+			if err := eqF(fmt.Sprintf("decode scores hd=%d nk=%d", hd, nk), s1, s2, 0); err != nil {
+				return err
+			}
+			p := make([]BF16, nk)
+			SoftmaxRowBF16(p, s2)
+			o1, o2 := make([]float32, hd), make([]float32, hd)
+			decodePVImpl(o1, p, v)
+			decodePVGeneric(o2, p, v)
+			if err := eqF(fmt.Sprintf("decode P·V hd=%d nk=%d", hd, nk), o1, o2, 0); err != nil {
+				return err
+			}
+		}
+		S := randf(32 * hd)
+		S2 := append([]float32(nil), S...)
+		q, k, v := randf(32), randf(32), randf(hd)
+		o1, o2 := make([]float32, hd), make([]float32, hd)
+		LinAttnStep(o1, S, q, k, v, 0.9, 0.17)
+		linAttnStepGeneric(o2, S2, q, k, v, 0.9, 0.17)
+		if err := eqF(fmt.Sprintf("LinAttnStep hd=%d", hd), o1, o2, 0); err != nil {
+			return err
+		}
+		if err := eqF(fmt.Sprintf("LinAttnStep hd=%d state", hd), S, S2, 0); err != nil {
+			return err
 		}
 	}
 	return nil
