@@ -24,3 +24,25 @@ func copyRowsGeneric(dst []float32, ldd int, src []float32, lds, rows, cols int)
 		copy(dst[r*ldd:r*ldd+cols], src[r*lds:r*lds+cols])
 	}
 }
+
+// AddRows is CopyRows that adds: dst[r·ldd + c] += src[r·lds + c].
+func AddRows(dst []float32, ldd int, src []float32, lds, rows, cols int) {
+	if rows <= 0 || cols <= 0 {
+		return
+	}
+	if ldd < cols || lds < cols || len(dst) < (rows-1)*ldd+cols || len(src) < (rows-1)*lds+cols {
+		panic(fmt.Sprintf("amx: AddRows %dx%d: ldd=%d len=%d, lds=%d len=%d", rows, cols, ldd, len(dst), lds, len(src)))
+	}
+	addRowsImpl(dst, ldd, src, lds, rows, cols)
+}
+
+var addRowsImpl = addRowsGeneric
+
+func addRowsGeneric(dst []float32, ldd int, src []float32, lds, rows, cols int) {
+	for r := 0; r < rows; r++ {
+		d := dst[r*ldd : r*ldd+cols]
+		for c, v := range src[r*lds : r*lds+cols] {
+			d[c] += v
+		}
+	}
+}

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestCopyRowsMatchesGeneric: the selected CopyRows writes exactly the
+// TestCopyRowsMatchesGeneric: the selected CopyRows and AddRows write exactly the
 // block (guard cells around and between rows untouched) on ragged shapes.
 func TestCopyRowsMatchesGeneric(t *testing.T) {
 	for _, c := range []struct{ rows, cols, ldd, lds int }{
@@ -24,6 +24,11 @@ func TestCopyRowsMatchesGeneric(t *testing.T) {
 		copyRowsGeneric(want, c.ldd, src, c.lds, c.rows, c.cols)
 		if !slices.Equal(got, want) {
 			t.Fatalf("%+v: CopyRows differs from the generic loop", c)
+		}
+		AddRows(got, c.ldd, src, c.lds, c.rows, c.cols)
+		addRowsGeneric(want, c.ldd, src, c.lds, c.rows, c.cols)
+		if !slices.Equal(got, want) {
+			t.Fatalf("%+v: AddRows differs from the generic loop", c)
 		}
 	}
 }

@@ -199,10 +199,22 @@ func (m *Model[T]) linFwd(lc *layerCache[T], pre string, out []T) {
 	}
 	gn := m.P.W(pre + "lin.gn")
 	eps := T(c.NormEps)
-	for t := 0; t < N; t++ {
-		for h := 0; h < H; h++ {
-			o := t*HV + h*dv
-			rmsnormFwd(lc.o[o:o+dv], gn[h*dv:(h+1)*dv], lc.on[o:o+dv], lc.ro[t*H+h:t*H+h+1], dv, eps)
+	if o32, ok := any(lc.o).([]float32); ok {
+		// all rows and heads in one SIMD call; the per-head 1/rms for the
+		// backward from a dot per head
+		o32 = o32[:N*HV]
+		amx.RMSNormRows(any(lc.on).([]float32)[:N*HV], nil, o32, any(gn).([]float32), dv, float32(eps))
+		ro := any(lc.ro).([]float32)
+		for i := range N * H {
+			x := o32[i*dv : (i+1)*dv]
+			ro[i] = float32(1 / math.Sqrt(float64(amx.Dot(x, x))/float64(dv)+float64(eps)))
+		}
+	} else {
+		for t := 0; t < N; t++ {
+			for h := 0; h < H; h++ {
+				o := t*HV + h*dv
+				rmsnormFwd(lc.o[o:o+dv], gn[h*dv:(h+1)*dv], lc.on[o:o+dv], lc.ro[t*H+h:t*H+h+1], dv, eps)
+			}
 		}
 	}
 	m.outProj(lc.on, HV, pre+"lin.wo", out)

@@ -109,6 +109,10 @@ func gatherHead[T Float](dst, x []T, r0, r1, ld, h, hd int) []T {
 
 // scatterAddHead adds src (contiguous rows) into the head columns of x.
 func scatterAddHead[T Float](x, src []T, r0, r1, ld, h, hd int) {
+	if xs, ok := any(x).([]float32); ok && r1 > r0 {
+		amx.AddRows(xs[r0*ld+h*hd:], ld, any(src).([]float32), hd, r1-r0, hd)
+		return
+	}
 	for r := r0; r < r1; r++ {
 		d := x[r*ld+h*hd : r*ld+(h+1)*hd]
 		for i, v := range src[(r-r0)*hd : (r-r0+1)*hd] {
@@ -119,9 +123,21 @@ func scatterAddHead[T Float](x, src []T, r0, r1, ld, h, hd int) {
 
 // scatterAddHeadT writes srcT (hd × (r1−r0), the transpose of the head's
 // rows) into the head columns of rows [r0, r1) of x: added for rows below
-// rs, stored from rs on.
-func scatterAddHeadT[T Float](x, srcT []T, r0, rs, r1, ld, h, hd int) {
+// rs, stored from rs on. tmp is scratch of (r1−r0)·hd elements.
+func scatterAddHeadT[T Float](x, srcT, tmp []T, r0, rs, r1, ld, h, hd int) {
 	n := r1 - r0
+	if xs, ok := any(x).([]float32); ok && n > 0 {
+		// transpose back to rows (SIMD), then add / store the head columns
+		tmp := any(tmp).([]float32)[:n*hd]
+		amx.TransposeF32(tmp, hd, any(srcT).([]float32), n, hd, n)
+		if k := rs - r0; k > 0 {
+			amx.AddRows(xs[r0*ld+h*hd:], ld, tmp, hd, k, hd)
+		}
+		if k := r1 - rs; k > 0 {
+			amx.CopyRows(xs[rs*ld+h*hd:], ld, tmp[(rs-r0)*hd:], hd, k, hd)
+		}
+		return
+	}
 	for r := r0; r < r1; r++ {
 		d := x[r*ld+h*hd : r*ld+(h+1)*hd]
 		if r >= rs {
@@ -215,6 +231,7 @@ func (m *Model[T]) swaBwd(lc *layerCache[T], pre string, dy, dx []T) {
 	dkh := m.bufRaw("swa.dkh", 2*W*hd)
 	dvh := m.bufRaw("swa.dvh", 2*W*hd)
 	dp := m.bufRaw("swa.dp", 2*W*W)
+	tmpT := m.bufRaw("swa.tmpT", 2*W*hd)
 	for _, ch := range lc.chunks {
 		nq, nk := ch.c1-ch.c0, ch.c1-ch.k0
 		for h := 0; h < H; h++ {
@@ -243,8 +260,8 @@ func (m *Model[T]) swaBwd(lc *layerCache[T], pre string, dy, dx []T) {
 			}
 			gemmBF(m.ws, hd, nq, nk, doh, nil, true, p, pb, false, dvh[:hd*nk], false)
 			scatterHead(dq, dqh, ch.c0, ch.c1, HD, h, hd)
-			scatterAddHeadT(dk, dkh, ch.k0, ch.c0, ch.c1, HD, h, hd)
-			scatterAddHeadT(dv, dvh, ch.k0, ch.c0, ch.c1, HD, h, hd)
+			scatterAddHeadT(dk, dkh, tmpT, ch.k0, ch.c0, ch.c1, HD, h, hd)
+			scatterAddHeadT(dv, dvh, tmpT, ch.k0, ch.c0, ch.c1, HD, h, hd)
 		}
 	}
 	m.ropeRows(dq, true)
