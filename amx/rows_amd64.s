@@ -2,14 +2,12 @@
 
 #include "textflag.h"
 #include "exp512_amd64.h"
+#include "bf16round512_amd64.h"
 
 // AVX-512 row-batched kernels (rows_amd64.go). The exp (EXP16) comes
-// from exp512_amd64.h, shared with softmax_amd64.s. bf16 rounding is
-// FromFloat32's: round to nearest even, NaN → (u>>16)|0x40.
+// from exp512_amd64.h, shared with softmax_amd64.s; the bf16 rounding
+// (BFCONST, BF16) from bf16round512_amd64.h, shared with split_amd64.s.
 
-DATA rowc<>+0(SB)/4, $0x00007fff
-DATA rowc<>+4(SB)/4, $0x00000001
-DATA rowc<>+8(SB)/4, $0x00000040
 DATA rowc<>+12(SB)/4, $0x80000000
 DATA rowc<>+16(SB)/8, $1.0
 DATA rowc<>+24(SB)/4, $2.0
@@ -20,23 +18,6 @@ DATA rowc<>+40(SB)/4, $0.14285714285714285 // 1/7
 DATA rowc<>+44(SB)/4, $0.2                // 1/5
 DATA rowc<>+48(SB)/4, $0.3333333333333333 // 1/3
 GLOBL rowc<>(SB), RODATA|NOPTR, $52
-
-// BFCONST loads BF16's constants into Z16..Z18.
-#define BFCONST \
-	VPBROADCASTD rowc<>+0(SB), Z16 \
-	VPBROADCASTD rowc<>+4(SB), Z17 \
-	VPBROADCASTD rowc<>+8(SB), Z18
-
-// BF16 rounds the 16 floats of src to bf16 in the low halves of dst's
-// dwords (clobbers Z4, K2).
-#define BF16(src, dst) \
-	VPSRLD $16, src, Z4 \
-	VPANDD Z17, Z4, dst \
-	VPADDD Z16, dst, dst \
-	VPADDD src, dst, dst \
-	VPSRLD $16, dst, dst \
-	VCMPPS $3, src, src, K2 \
-	VPORD Z18, Z4, K2, dst
 
 // HSUM reduces the 16 lanes of Z0 to X0 (fixed order).
 #define HSUM \
