@@ -21,7 +21,7 @@ func gemm[T Float](ws *workspace, m, k, n int, a []T, tA bool, b []T, tB bool, c
 	}
 	switch av := any(a).(type) {
 	case []float32:
-		gemm32(ws, m, k, n, av, tA, any(b).([]float32), tB, any(c).([]float32), acc)
+		gemmBF(ws, m, k, n, av, nil, tA, any(b).([]float32), nil, tB, any(c).([]float32), acc)
 	case []float64:
 		gemm64(m, k, n, av, tA, any(b).([]float64), tB, any(c).([]float64), acc)
 	}
@@ -49,9 +49,8 @@ func gemmBF[T Float](ws *workspace, m, k, n int, a []T, abf []amx.BF16, tA bool,
 		aop = ws.abf
 	}
 	if bbf == nil {
-		ws.bbf = growBF(ws.bbf, k*n)
-		amx.ToBF16(ws.bbf, any(b).([]float32)[:k*n])
-		bbf = ws.bbf
+		ws.mulB(m, k, n, aop, any(b).([]float32), tB, c32, acc)
+		return
 	}
 	ws.mulBBF(m, k, n, aop, bbf, tB, c32, acc)
 }
@@ -91,7 +90,7 @@ func gemmShared[T Float](ws *workspace, m, k int, a []T, tA bool, ops ...gemmOp[
 		if op.n == 0 {
 			continue
 		}
-		ws.mulB(m, k, op.n, any(op.b).([]float32), op.tB, any(op.c).([]float32), op.acc)
+		ws.mulB(m, k, op.n, ws.abf, any(op.b).([]float32), op.tB, any(op.c).([]float32), op.acc)
 	}
 }
 
@@ -144,11 +143,6 @@ func growBF(s []amx.BF16, n int) []amx.BF16 {
 	return s[:n]
 }
 
-func gemm32(ws *workspace, m, k, n int, a []float32, tA bool, b []float32, tB bool, c []float32, acc bool) {
-	ws.prepA(m, k, a, tA)
-	ws.mulB(m, k, n, b, tB, c, acc)
-}
-
 // prepA rounds A (m×k, stored transposed when tA) into ws.abf, row-major.
 func (ws *workspace) prepA(m, k int, a []float32, tA bool) {
 	ws.abf = growBF(ws.abf, m*k)
@@ -162,11 +156,11 @@ func (ws *workspace) prepA(m, k int, a []float32, tA bool) {
 	}
 }
 
-// mulB computes C (+)= ws.abf · op(B) with B rounded to bf16 and packed.
-func (ws *workspace) mulB(m, k, n int, b []float32, tB bool, c []float32, acc bool) {
+// mulB computes C (+)= a · op(B) for bf16 a with B rounded to bf16 and packed.
+func (ws *workspace) mulB(m, k, n int, a []amx.BF16, b []float32, tB bool, c []float32, acc bool) {
 	ws.bbf = growBF(ws.bbf, k*n)
 	amx.ToBF16(ws.bbf, b[:k*n])
-	ws.mulBBF(m, k, n, ws.abf, ws.bbf, tB, c, acc)
+	ws.mulBBF(m, k, n, a, ws.bbf, tB, c, acc)
 }
 
 // mulBBF computes C (+)= a · op(B) for bf16 a (m×k, row-major) and B.
