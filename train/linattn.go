@@ -227,7 +227,7 @@ func linDecayLogits[T Float](m *Model[T], x, wa, ba, z []T) {
 	D, H := m.Cfg.DModel, m.Cfg.LinHeads
 	if xs, ok := any(x).([]float32); ok {
 		waT := any(m.bufRaw("lin.waT", H*D)).([]float32)
-		transposeTo(waT, any(wa).([]float32), D, H)
+		amx.TransposeF32(waT, D, any(wa).([]float32), H, D, H)
 		zs, bs := any(z).([]float32), any(ba).([]float32)
 		for t := 0; t < m.n; t++ {
 			xt := xs[t*D : (t+1)*D]
@@ -260,7 +260,7 @@ func linDecayLogitsBwd[T Float](m *Model[T], x, wa, dz, dwa, dba, dx []T) {
 	if xs, ok := any(x).([]float32); ok {
 		// Rows of waT and dwaT are length-D vectors: H axpys per token.
 		waT := any(m.bufRaw("lin.waT", H*D)).([]float32)
-		transposeTo(waT, any(wa).([]float32), D, H)
+		amx.TransposeF32(waT, D, any(wa).([]float32), H, D, H)
 		dwaT := any(m.buf("lin.dwaT", H*D)).([]float32)
 		dzs, dxs := any(dz).([]float32), any(dx).([]float32)
 		for t := 0; t < N; t++ {
@@ -294,15 +294,6 @@ func linDecayLogitsBwd[T Float](m *Model[T], x, wa, dz, dwa, dba, dx []T) {
 				s += g * w[h]
 			}
 			dxt[i] += s
-		}
-	}
-}
-
-// transposeTo writes the transpose of the r×c matrix a into dst (c×r).
-func transposeTo(dst, a []float32, r, c int) {
-	for i := 0; i < r; i++ {
-		for j, v := range a[i*c : (i+1)*c] {
-			dst[j*r+i] = v
 		}
 	}
 }
