@@ -5,16 +5,12 @@ package amx
 //go:noescape
 func adamWAVX2(w, gr, m, v *float32, n int, c *AdamWConsts)
 
-//go:noescape
-func adamW512(w, gr, m, v *float32, n int, c *AdamWConsts)
-
 // init installs the AVX2 kernel even where AVX-512 exists: the step is
 // bound by the divide/sqrt unit, and on the Xeon it was measured on
 // (Sapphire Rapids class) a 16-lane VDIVPS/VSQRTPS takes 2.1-2.2× the
 // time of an 8-lane one, so the 512-bit kernel came out 5-8% slower
-// (BenchmarkAdamWKernels, n=2048 and 131072; equal at 1M, where memory
-// bounds both). adamW512 stays, tested bit for bit, for CPUs whose
-// divider is 512 bits wide.
+// (n=2048 and 131072; equal at 1M, where memory bounds both), so none
+// is kept.
 func init() {
 	if c := CPU(); c.AVX2 && c.OSAVX {
 		adamWImpl = adamWFast
@@ -28,11 +24,4 @@ func adamWFast(w, g, m, v []float32, c *AdamWConsts) {
 		adamWAVX2(&w[0], &g[0], &m[0], &v[0], n, c)
 	}
 	adamWGeneric(w[n:], g[n:], m[n:], v[n:], c)
-}
-
-// adamWFast512 is AdamWStep on 16 lanes; the assembly masks the tail.
-func adamWFast512(w, g, m, v []float32, c *AdamWConsts) {
-	if len(w) > 0 {
-		adamW512(&w[0], &g[0], &m[0], &v[0], len(w), c)
-	}
 }
