@@ -194,17 +194,19 @@ func (s *parquetSource) next(doc *Document) (err error) {
 	fail := func(err error) error {
 		return &FileError{File: s.path, Row: row, Err: fmt.Errorf("row group %d: %w", s.rg-1, err)}
 	}
-	// Read every projected column of this row first, so that a rejected row
-	// still advances all cursors.
-	tv, err := s.text.nextRow()
-	if err != nil {
-		return fail(err)
-	}
-	var idv []parquet.Value
-	if s.id != nil {
-		if idv, err = s.id.nextRow(); err != nil {
+	// Advance every distinct column cursor exactly once per row (a column
+	// projected several times, e.g. as the text and as a --keep field,
+	// shares one cursor), and read all of them first so that a rejected row
+	// still advances every cursor.
+	for _, lc := range s.cursors {
+		if lc.cur, err = lc.nextRow(); err != nil {
 			return fail(err)
 		}
+	}
+	tv := s.text.cur
+	var idv []parquet.Value
+	if s.id != nil {
+		idv = s.id.cur
 	}
 	if s.keepVals == nil {
 		s.keepVals = make([][][]parquet.Value, len(s.keep))
@@ -214,19 +216,11 @@ func (s *parquetSource) next(doc *Document) (err error) {
 		kc := &s.keep[k]
 		switch {
 		case kc.leaf != nil:
-			v, err := kc.leaf.nextRow()
-			if err != nil {
-				return fail(err)
-			}
-			keepVals[k] = append(keepVals[k][:0], v)
+			keepVals[k] = append(keepVals[k][:0], kc.leaf.cur)
 		case kc.leaves != nil:
 			keepVals[k] = make([][]parquet.Value, len(kc.leaves))
 			for j, lc := range kc.leaves {
-				v, err := lc.nextRow()
-				if err != nil {
-					return fail(err)
-				}
-				keepVals[k][j] = v
+				keepVals[k][j] = lc.cur
 			}
 		}
 	}
@@ -505,6 +499,9 @@ type leafCursor struct {
 	buf   []parquet.Value
 	i     int
 	row   []parquet.Value // assembles a repeated row that spans refills
+	// cur is this row's values (nextRow's result), read once per row by
+	// parquetSource.next however many projections share the cursor.
+	cur []parquet.Value
 }
 
 // fill makes at least one value available, reading pages as needed.
