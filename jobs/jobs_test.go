@@ -153,6 +153,7 @@ func TestOutDirManifest(t *testing.T) {
 	if err := d.Prepare(m, false); err != nil {
 		t.Fatalf("same job refused: %v", err)
 	}
+	os.WriteFile(d.PartPath("p1"), []byte("{}\n"), 0o644) // a marker counts only with its part
 	d.MarkDone("p1", Marker{Shard: "s"})
 	m2 := m
 	m2.ModelID = "bbb"
@@ -276,4 +277,31 @@ func FuzzParse(f *testing.F) {
 			_ = j.Fingerprint()
 		}
 	})
+}
+
+// TestMarkerNeedsPart: a completion marker whose part is missing (a cleanup
+// killed between the two, a part deleted by hand) does not count as done,
+// and is removed so the shard is redone.
+func TestMarkerNeedsPart(t *testing.T) {
+	d := OutDir{Path: t.TempDir(), Format: "parquet"}
+	if err := d.Prepare(Manifest{ModelID: "m"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.MarkDone("p", Marker{Shard: "s", Path: "/in/s"}); err != nil {
+		t.Fatal(err)
+	}
+	if m := d.Marked("p"); m == nil || m.Path != "/in/s" {
+		t.Fatalf("Marked: %+v", m)
+	}
+	if _, done, err := d.Done("p"); done || err != nil {
+		t.Fatalf("marker without part counted as done (%v)", err)
+	}
+	if d.Marked("p") != nil {
+		t.Fatal("stale marker kept")
+	}
+	os.WriteFile(d.PartPath("p"), []byte("x"), 0o644)
+	d.MarkDone("p", Marker{Shard: "s"})
+	if _, done, _ := d.Done("p"); !done {
+		t.Fatal("marker with part not done")
+	}
 }

@@ -147,7 +147,10 @@ func (d OutDir) RejectsPath(name string) string {
 // Marker is a part's completion record, written after the part's atomic
 // rename; its presence means the shard is finished.
 type Marker struct {
-	Shard    string `json:"shard"`
+	Shard string `json:"shard"`
+	// Path is the input file the shard was read from, so a later run can
+	// tell which of two inputs with the same relative path owns the key.
+	Path     string `json:"path,omitempty"`
 	Part     string `json:"part"`
 	RowsIn   int64  `json:"rows_in"`
 	RowsOut  int64  `json:"rows_out"`
@@ -161,8 +164,11 @@ func (d OutDir) markerPath(name string) string {
 	return filepath.Join(d.Path, DoneDir, name+".json")
 }
 
-// Done reports whether the shard named name has a completion marker, and
-// returns the marker.
+// Done reports whether the shard named name has a completion marker whose
+// part is in place, and returns the marker. A marker without its part (a
+// cleanup killed half-way, or a part removed by hand) does not count: the
+// marker is removed and the shard is redone, so an output never refers to a
+// part that is not there.
 func (d OutDir) Done(name string) (Marker, bool, error) {
 	b, err := os.ReadFile(d.markerPath(name))
 	if errors.Is(err, os.ErrNotExist) {
@@ -177,7 +183,29 @@ func (d OutDir) Done(name string) (Marker, bool, error) {
 		// treat the shard as unfinished and redo it.
 		return Marker{}, false, nil
 	}
+	if _, err := os.Stat(d.PartPath(name)); errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(d.markerPath(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return Marker{}, false, err
+		}
+		return Marker{}, false, nil
+	} else if err != nil {
+		return Marker{}, false, err
+	}
 	return m, true, nil
+}
+
+// Marked returns the marker of the shard named name as written, without
+// checking its part (nil when there is none or it is unreadable).
+func (d OutDir) Marked(name string) *Marker {
+	b, err := os.ReadFile(d.markerPath(name))
+	if err != nil {
+		return nil
+	}
+	var m Marker
+	if json.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	return &m
 }
 
 // MarkDone writes the completion marker of a shard (atomically, after its

@@ -19,31 +19,22 @@ import (
 
 // ExpandInputs lists the shards of inputs (files, directories, globs),
 // sorted. A shard's key is its path relative to the input it came from,
-// so output part names do not depend on where the corpus is mounted; when
-// two inputs hold the same relative path the full paths are used instead.
+// so output part names do not depend on where the corpus is mounted. Two
+// inputs may hold the same relative path: Run gives all but one of them
+// their full path as key (see resolveKeys), so adding such a file never
+// changes the keys, and parts, of the others.
 func ExpandInputs(inputs []string) ([]Shard, error) {
 	shs, err := readers.Expand(inputs)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Shard, len(shs))
-	seen := map[string]bool{}
-	unique := true
 	for i, s := range shs {
 		key := s.Rel
 		if key == "" {
 			key = filepath.Base(s.Path)
 		}
-		if seen[key] {
-			unique = false
-		}
-		seen[key] = true
 		out[i] = Shard{Key: key, Path: s.Path, Size: s.Size, Ref: s}
-	}
-	if !unique {
-		for i := range out {
-			out[i].Key = out[i].Path
-		}
 	}
 	return out, nil
 }

@@ -101,9 +101,10 @@ func TestKillResumeExactlyOnce(t *testing.T) {
 	for _, c := range []string{"read:1", "read:100", "engine:3", "write:1", "write:4", "renamed:2", "rejects:1", "reject:1", "marked:1", "marked:5"} {
 		scs = append(scs, scenario{crash: c})
 	}
-	scs = append(scs, scenario{crash: "merge:2", file: true}, scenario{crash: "merged:1", file: true})
+	scs = append(scs, scenario{crash: "merge:2", file: true}, scenario{crash: "merged:1", file: true},
+		scenario{crash: "cleanup:1", file: true}, scenario{crash: "marked:3", file: true})
 	for _, d := range []time.Duration{100, 300} {
-		scs = append(scs, scenario{after: d * time.Millisecond})
+		scs = append(scs, scenario{after: d * time.Millisecond}, scenario{after: d * time.Millisecond, file: true})
 	}
 	for i, sc := range scs {
 		name := sc.crash
@@ -204,7 +205,21 @@ func TestBadInputs(t *testing.T) {
 	os.WriteFile(filepath.Join(in, "s04.parquet"), []byte("PAR1 this is not parquet PAR1"), 0o644)
 
 	out := filepath.Join(tmp, "out")
-	stdout, stderr, code := cliRun(t, nil, "score", "--model", model, "--in", in, "--out", out, "--workers", "2", "--progress", "none")
+	args := []string{"score", "--model", model, "--in", in, "--out", out, "--workers", "2", "--progress", "none"}
+	// Without --skip-bad-files the two unreadable files fail their shards:
+	// exit 4, named in the summary and on stderr, not marked — every rerun
+	// retries them.
+	for range 2 {
+		stdout, stderr, code := cliRun(t, nil, args...)
+		var sum Summary
+		if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+			t.Fatalf("%v\n%s", err, stdout)
+		}
+		if code != 4 || sum.ShardsFailed != 2 || sum.BadFiles != 0 || !strings.Contains(stderr, "s03.jsonl.zst") || !strings.Contains(stderr, "s04.parquet") {
+			t.Fatalf("exit %d, want 4; summary %+v\n%s", code, sum, stderr)
+		}
+	}
+	stdout, stderr, code := cliRun(t, nil, append(args, "--skip-bad-files")...)
 	if code != 3 {
 		t.Fatalf("exit %d, want 3 (partial)\n%s", code, stderr)
 	}
@@ -212,6 +227,13 @@ func TestBadInputs(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
 		t.Fatalf("%v\n%s", err, stdout)
 	}
+	if sum.ShardsAlreadyDone != 3 || sum.ShardsDone != 2 {
+		t.Fatalf("--skip-bad-files after failed runs: %+v", sum)
+	}
+	sum.RowsIn += sum.Previous.RowsIn
+	sum.RowsOut += sum.Previous.RowsOut
+	sum.Rejected += sum.Previous.Rejected
+	sum.ShardsDone += sum.ShardsAlreadyDone
 	if sum.RowsIn != sum.RowsOut+sum.Rejected {
 		t.Fatalf("rows in %d != out %d + rejected %d", sum.RowsIn, sum.RowsOut, sum.Rejected)
 	}

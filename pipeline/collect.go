@@ -24,6 +24,9 @@ type shardRun struct {
 	total   int64
 	fileErr error
 	aborted bool
+	badFile bool // fileErr accepted (--skip-bad-files): marked done as a bad file
+
+	lockedByOther bool // claim found another live run writing this part
 
 	ended     bool
 	dead      bool // aborted or failed: drop its items
@@ -33,6 +36,7 @@ type shardRun struct {
 	rows      int // rows in bld
 	w         PartWriter
 	rej       *rejectsFile
+	rowsIn    int64
 	rowsOut   int64
 	rejected  int64
 	tokens    int64
@@ -88,8 +92,21 @@ func (r *runner) collect(in <-chan event, fail func(error)) error {
 				break
 			}
 			if sr.fileErr != nil {
-				r.st.badFiles.Add(1)
-				r.cfg.Log.Error("bad input file", "file", sr.Path, "err", sr.fileErr)
+				if !r.cfg.SkipBadFiles {
+					// Not marked: the next run retries the shard (the file
+					// may have been moved, truncated by a copy still
+					// running, or hit an I/O error), and every run reports
+					// it until it succeeds or the user accepts the loss.
+					r.cfg.Log.Error("shard failed: not marked done, a rerun retries it (--skip-bad-files accepts the loss)", "file", sr.Path, "err", sr.fileErr)
+					r.failMu.Lock()
+					r.failed = append(r.failed, FailedShard{Shard: sr.Key, File: sr.Path, Error: sr.fileErr.Error()})
+					r.failMu.Unlock()
+					r.abort(sr)
+					delete(open, sr)
+					break
+				}
+				sr.badFile = true
+				r.cfg.Log.Error("bad input file: skipped from the failing row on (--skip-bad-files)", "file", sr.Path, "err", sr.fileErr)
 				if err := sr.rej.add(rejectRow{File: sr.Path, Row: -1, Reason: "file unreadable: " + sr.fileErr.Error()}); err != nil {
 					failed(sr, err)
 					break
@@ -140,6 +157,7 @@ func (r *runner) drain(sr *shardRun) error {
 		delete(sr.pending, sr.next)
 		sr.next++
 		r.st.rowsIn.Add(1)
+		sr.rowsIn++
 		if it.reject != "" {
 			sr.rejected++
 			r.st.rejected.Add(1)
@@ -200,7 +218,7 @@ func (r *runner) maybeFinish(sr *shardRun) error {
 		return err
 	}
 	crashPoint("rejects")
-	m := jobs.Marker{Shard: sr.Key, Part: filepath.Base(r.od.PartPath(sr.name)), RowsIn: sr.total, RowsOut: sr.rowsOut, Rejected: sr.rejected, Tokens: sr.tokens}
+	m := jobs.Marker{Shard: sr.Key, Path: sr.Path, Part: filepath.Base(r.od.PartPath(sr.name)), RowsIn: sr.total, RowsOut: sr.rowsOut, Rejected: sr.rejected, Tokens: sr.tokens}
 	if sr.fileErr != nil {
 		m.BadFile = sr.fileErr.Error()
 	}
@@ -210,6 +228,10 @@ func (r *runner) maybeFinish(sr *shardRun) error {
 	crashPoint("marked")
 	sr.lock.Unlock()
 	sr.lock = nil
+	// Only now do the shard's rows count as written: rows of a shard that
+	// is dropped (interrupt, disk full, a failed read) never reach a marked
+	// part and are not reported.
+	r.st.committed.add(jobs.Marker{RowsIn: sr.rowsIn, RowsOut: sr.rowsOut, Rejected: sr.rejected, Tokens: sr.tokens, BadFile: m.BadFile})
 	r.st.shardsDone.Add(1)
 	r.st.doneBytes.Add(sr.Size)
 	r.st.doneText.Add(sr.textBytes)
@@ -339,6 +361,7 @@ func (j *rejectsFile) close() error {
 		os.Remove(tmp)
 		return fmt.Errorf("rejects file %s: %w", j.path, err)
 	}
+	syncDir(filepath.Dir(j.path))
 	return nil
 }
 

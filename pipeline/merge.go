@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -16,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/onecore-dev/onecore/internal/atomicfile"
 	"github.com/onecore-dev/onecore/jobs"
 )
 
@@ -24,11 +26,29 @@ import (
 // complete), gathers the rejects beside it, and removes the staging folder.
 func (r *runner) merge() error {
 	final := r.out.merge
-	lk, err := r.od.Lock("_merge") // one assembler at a time
-	if err != nil {
-		return fmt.Errorf("assembling %s: %w", final, err)
+	// One assembler at a time: a second run that finished the shards too
+	// waits, then finds the staging folder gone (removed by the first
+	// while it held this lock) and the file in place.
+	var lk *jobs.PartLock
+	for {
+		var err error
+		lk, err = r.od.Lock("_merge")
+		if err == nil {
+			break
+		}
+		if errors.Is(err, os.ErrNotExist) && assembledByOther(r.od.Path, final) {
+			return nil
+		}
+		if !errors.Is(err, jobs.ErrLocked) {
+			return fmt.Errorf("assembling %s: %w", final, err)
+		}
+		r.cfg.Log.Info("waiting for another onecore assembling the same output", "out", final)
+		time.Sleep(200 * time.Millisecond)
 	}
 	defer lk.Unlock()
+	if assembledByOther(r.od.Path, final) {
+		return nil
+	}
 	// Temporaries of an assembly killed earlier.
 	stale, _ := filepath.Glob(filepath.Join(filepath.Dir(final), "."+filepath.Base(final)+".tmp-*"))
 	for _, f := range stale {
@@ -73,8 +93,27 @@ func (r *runner) merge() error {
 	}
 	crashPoint("merged")
 	r.unlockAll()
-	lk.Unlock()
+	// Still holding the merge lock (its file goes with the folder): a
+	// second run waiting to assemble finds the folder gone and the file in
+	// place. Markers go first, so a kill during cleanup leaves parts
+	// without markers, which a rerun redoes, never markers without parts.
+	if err := os.RemoveAll(filepath.Join(r.od.Path, jobs.DoneDir)); err != nil {
+		return err
+	}
+	syncDir(r.od.Path)
+	crashPoint("cleanup")
 	return os.RemoveAll(r.od.Path)
+}
+
+// assembledByOther reports whether another run assembled the output while
+// this one waited: the staging folder's markers are gone and the file is
+// there.
+func assembledByOther(staging, final string) bool {
+	if _, err := os.Stat(filepath.Join(staging, jobs.DoneDir)); !errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	_, err := os.Stat(final)
+	return err == nil
 }
 
 // writeAs writes rec under schema: a part read back carries its reader's
@@ -190,10 +229,23 @@ func concatFiles(dst string, srcs []string) error {
 		os.Remove(f.Name())
 		return err
 	}
-	f.Sync()
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return err
+	}
 	if err := f.Close(); err != nil {
 		os.Remove(f.Name())
 		return err
 	}
-	return os.Rename(f.Name(), dst)
+	if err := os.Rename(f.Name(), dst); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	syncDir(filepath.Dir(dst))
+	return nil
 }
+
+// syncDir makes a rename that commits data durable (a variable so a test
+// can check every such rename is followed by one).
+var syncDir = atomicfile.SyncDir

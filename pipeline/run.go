@@ -44,6 +44,10 @@ type Config struct {
 	BatchRows  int  // rows per output record batch (default 1024)
 	Pin        bool // pin each engine worker to its own core
 	Force      bool // overwrite an output dir written by another job/model
+	// SkipBadFiles accepts unreadable input files: such a shard is marked
+	// done with the rows read before the error (and a rejects line saying
+	// why) instead of being left for the next run to retry.
+	SkipBadFiles bool
 
 	Log      *slog.Logger
 	Progress io.Writer     // a terminal: draw a progress bar there; nil: log lines
@@ -110,6 +114,11 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		return nil, err
 	}
 
+	cfg.Shards = excludeOutput(cfg.Shards, out, cfg.Log)
+	if len(cfg.Shards) == 0 {
+		return nil, fmt.Errorf("no input left: every input file is inside the output %s", cfg.Out)
+	}
+	cfg.Shards = resolveKeys(cfg.Shards, od)
 	r := &runner{cfg: cfg, task: tk, schema: schema, od: od, out: out, sum: newSummary(cfg)}
 	defer r.unlockAll()
 	if err := r.plan(); err != nil {
@@ -119,11 +128,25 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	cpu0, cpuOK := processCPU()
 	stopProgress := r.startProgress()
 	err = r.execute(ctx)
+	// A single output file needs every shard: shards another live run was
+	// writing are waited for (that run may finish them, or stop, leaving
+	// them to us), so of two overlapping runs one always assembles.
+	for out.merge != "" && err == nil && ctx.Err() == nil && r.st.locked.Load() > 0 && len(r.failed) == 0 {
+		pending, werr := r.waitForOthers(ctx)
+		if werr != nil || len(pending) == 0 {
+			err = werr
+			break
+		}
+		r.work = pending
+		err = r.execute(ctx)
+	}
 	stopProgress()
 	if cpu1, ok := processCPU(); ok && cpuOK {
 		r.st.processCPU = cpu1 - cpu0
 	}
 	r.sum.finish(time.Since(start), &r.st)
+	r.sum.Failed = r.failed
+	r.sum.ShardsFailed = len(r.failed)
 	if err != nil {
 		return r.sum, err
 	}
@@ -135,6 +158,9 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		return r.sum, nil
 	}
 	if out.merge != "" {
+		if r.sum.ShardsFailed > 0 {
+			return r.sum, nil // not assembled: the caller reports the failed shards
+		}
 		if r.sum.ShardsLocked > 0 || r.sum.ShardsDone+r.sum.ShardsAlreadyDone != r.sum.ShardsAssigned {
 			return r.sum, fmt.Errorf("%d shard(s) are being written by another running onecore; %s not assembled (rerun when it has finished)", r.sum.ShardsLocked, out.merge)
 		}
@@ -143,6 +169,86 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		}
 	}
 	return r.sum, nil
+}
+
+// excludeOutput drops input files that are this run's own output: the parts
+// folder (or the staging folder of a single output file) and the output
+// file itself, for an output placed inside the input tree, which would
+// otherwise be read back as input on the next run.
+func excludeOutput(shards []Shard, out output, log *slog.Logger) []Shard {
+	dir := canonicalPath(out.dir)
+	file := ""
+	if out.merge != "" {
+		file = canonicalPath(out.merge)
+	}
+	kept := shards[:0:0]
+	dropped := 0
+	for _, sh := range shards {
+		p := canonicalPath(sh.Path)
+		if p == file || p == dir || strings.HasPrefix(p, dir+string(filepath.Separator)) {
+			dropped++
+			continue
+		}
+		kept = append(kept, sh)
+	}
+	if dropped > 0 {
+		log.Info("input files inside the output are not read", "files", dropped, "out", out.dir)
+	}
+	return kept
+}
+
+// canonicalPath is path made absolute with symbolic links resolved (as far
+// as they exist), for comparing locations.
+func canonicalPath(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return filepath.Clean(path)
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		return r
+	}
+	// the path may not exist yet: resolve its parent
+	if r, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		return filepath.Join(r, filepath.Base(abs))
+	}
+	return abs
+}
+
+// resolveKeys makes shard keys unique while keeping them stable when input
+// files are added: of the shards sharing a relative-path key, the one an
+// earlier run marked done under that key (its marker records the file)
+// keeps it, else the one with the smallest path; the others are keyed by
+// their full path. So adding b/x.jsonl beside an existing a/x.jsonl adds
+// one part and leaves a's part and marker as they are.
+func resolveKeys(shards []Shard, od jobs.OutDir) []Shard {
+	groups := map[string][]int{}
+	for i, sh := range shards {
+		groups[sh.Key] = append(groups[sh.Key], i)
+	}
+	for key, idx := range groups {
+		if len(idx) < 2 {
+			continue
+		}
+		keeper := idx[0]
+		for _, i := range idx[1:] {
+			if shards[i].Path < shards[keeper].Path {
+				keeper = i
+			}
+		}
+		if m := od.Marked(jobs.PartName(key)); m != nil && m.Path != "" {
+			for _, i := range idx {
+				if canonicalPath(shards[i].Path) == canonicalPath(m.Path) {
+					keeper = i
+				}
+			}
+		}
+		for _, i := range idx {
+			if i != keeper {
+				shards[i].Key = shards[i].Path
+			}
+		}
+	}
+	return shards
 }
 
 func (c *Config) defaults() error {
@@ -229,7 +335,8 @@ func resolveOutput(out, format string, p jobs.Placement) (output, error) {
 // stats are the run's live counters (atomics: read by the progress loop).
 type stats struct {
 	rowsIn, rowsOut, rejected, tokens atomic.Int64
-	badFiles, files, shardsDone       atomic.Int64
+	files, shardsDone                 atomic.Int64
+	committed                         committedTotals       // rows of marked shards: the summary's counts
 	doneBytes, doneText               atomic.Int64          // finished shards: input bytes, text bytes
 	textSeen                          atomic.Int64          // text bytes collected
 	locked, doneMeanwhile             atomic.Int64          // shards skipped at claim time
@@ -262,6 +369,8 @@ type runner struct {
 	work   []*shardRun // unfinished shards of this rank
 	total  int64       // input bytes of work
 	prevMu sync.Mutex
+	failMu sync.Mutex
+	failed []FailedShard // shards whose file failed, left unmarked for a retry
 }
 
 // plan picks this rank's shards and skips finished ones. Locks are taken
@@ -293,6 +402,52 @@ func (r *runner) plan() error {
 	return nil
 }
 
+// waitForOthers waits until no other process holds the lock of a shard
+// this run skipped as locked, and returns those of them still unfinished
+// (the other run stopped before marking them), for this run to do.
+func (r *runner) waitForOthers(ctx context.Context) ([]*shardRun, error) {
+	var pending []*shardRun
+	for _, sr := range r.work {
+		if !sr.lockedByOther {
+			continue
+		}
+		r.cfg.Log.Info("waiting for another onecore to finish a shard of the same output", "shard", sr.Key)
+		for {
+			lk, err := r.od.Lock(sr.name)
+			if err == nil {
+				lk.Unlock()
+				break
+			}
+			if errors.Is(err, os.ErrNotExist) && assembledByOther(r.od.Path, r.out.merge) {
+				// the other run finished every shard and assembled the
+				// file meanwhile (its markers are gone with the folder)
+				r.st.doneMeanwhile.Add(r.st.locked.Swap(0))
+				return nil, nil
+			}
+			if !errors.Is(err, jobs.ErrLocked) {
+				return nil, err
+			}
+			select {
+			case <-ctx.Done():
+				return nil, nil
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		r.st.locked.Add(-1)
+		if m, done, err := r.od.Done(sr.name); err != nil {
+			return nil, err
+		} else if done {
+			r.st.doneMeanwhile.Add(1)
+			r.prevMu.Lock()
+			r.sum.Previous.add(m)
+			r.prevMu.Unlock()
+			continue
+		}
+		pending = append(pending, &shardRun{Shard: sr.Shard, name: sr.name})
+	}
+	return pending, nil
+}
+
 // removeStale deletes temporaries a killed run left for part name (we hold
 // its lock, so no live process is writing them).
 func (r *runner) removeStale(name string) {
@@ -317,6 +472,7 @@ func (r *runner) claim(sr *shardRun) (bool, error) {
 	lk, err := r.od.Lock(sr.name)
 	if errors.Is(err, jobs.ErrLocked) {
 		r.st.locked.Add(1)
+		sr.lockedByOther = true
 		r.cfg.Log.Warn("shard skipped: another onecore is writing its part", "shard", sr.Key)
 		return false, nil
 	}

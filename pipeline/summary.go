@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/onecore-dev/onecore/jobs"
@@ -15,11 +16,14 @@ type Summary struct {
 	World   int    `json:"world"`
 	Workers int    `json:"workers"`
 
-	RowsIn   int64 `json:"rows_in"`   // rows read this run (documents + rejected rows)
-	RowsOut  int64 `json:"rows_out"`  // result rows written this run
-	Rejected int64 `json:"rejected"`  // rows sent to the rejects files this run
+	// Row counts cover the shards this run finished (marked done): rows of
+	// a shard dropped part-way (interrupt, disk full, a failed read) are in
+	// no part and are not counted.
+	RowsIn   int64 `json:"rows_in"`   // rows read (documents + rejected rows)
+	RowsOut  int64 `json:"rows_out"`  // result rows written
+	Rejected int64 `json:"rejected"`  // rows sent to the rejects files
 	Files    int64 `json:"files"`     // input files opened this run
-	BadFiles int64 `json:"bad_files"` // files that could not be read (to the end)
+	BadFiles int64 `json:"bad_files"` // unreadable files accepted with --skip-bad-files (marked done)
 	Tokens   int64 `json:"tokens"`    // tokens of the written rows (<bos> included)
 
 	ShardsAssigned    int `json:"shards_assigned"`     // this rank's share of the input
@@ -27,6 +31,10 @@ type Summary struct {
 	ShardsLocked      int `json:"shards_locked"`       // being written by another live run: skipped
 	ShardsToDo        int `json:"shards_todo"`
 	ShardsDone        int `json:"shards_done"` // finished (marked complete) by this run
+	// ShardsFailed could not be read (open or read error): not marked, so
+	// the next run retries them; Failed says which and why.
+	ShardsFailed int           `json:"shards_failed"`
+	Failed       []FailedShard `json:"failed,omitempty"`
 
 	// Previous totals the skipped, already finished shards (from their markers).
 	Previous Totals `json:"previous"`
@@ -44,21 +52,50 @@ type Summary struct {
 	Rejects     string             `json:"rejects,omitempty"` // where the rejects are
 }
 
+// FailedShard is a shard whose file could not be opened or read to the end.
+type FailedShard struct {
+	Shard string `json:"shard"`
+	File  string `json:"file"`
+	Error string `json:"error"`
+}
+
 // Totals are row counts from completion markers.
 type Totals struct {
 	RowsIn   int64 `json:"rows_in"`
 	RowsOut  int64 `json:"rows_out"`
 	Rejected int64 `json:"rejected"`
 	BadFiles int64 `json:"bad_files"`
+	Tokens   int64 `json:"tokens"`
 }
 
 func (t *Totals) add(m jobs.Marker) {
 	t.RowsIn += m.RowsIn
 	t.RowsOut += m.RowsOut
 	t.Rejected += m.Rejected
+	t.Tokens += m.Tokens
 	if m.BadFile != "" {
 		t.BadFiles++
 	}
+}
+
+// committedTotals sums the markers this run wrote (several collectors'
+// worth of shards may finish concurrently in future; a mutex keeps it
+// simple).
+type committedTotals struct {
+	mu sync.Mutex
+	t  Totals
+}
+
+func (c *committedTotals) add(m jobs.Marker) {
+	c.mu.Lock()
+	c.t.add(m)
+	c.mu.Unlock()
+}
+
+func (c *committedTotals) get() Totals {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
 }
 
 func newSummary(c Config) *Summary {
@@ -66,16 +103,17 @@ func newSummary(c Config) *Summary {
 }
 
 func (s *Summary) finish(wall time.Duration, st *stats) {
-	s.RowsIn, s.RowsOut, s.Rejected = st.rowsIn.Load(), st.rowsOut.Load(), st.rejected.Load()
-	s.Files, s.BadFiles, s.Tokens = st.files.Load(), st.badFiles.Load(), st.tokens.Load()
+	ct := st.committed.get()
+	s.RowsIn, s.RowsOut, s.Rejected = ct.RowsIn, ct.RowsOut, ct.Rejected
+	s.Files, s.BadFiles, s.Tokens = st.files.Load(), ct.BadFiles, ct.Tokens
 	s.ShardsDone = int(st.shardsDone.Load())
 	s.ShardsLocked = int(st.locked.Load())
 	s.ShardsAlreadyDone += int(st.doneMeanwhile.Load())
 	s.ShardsToDo -= s.ShardsLocked + int(st.doneMeanwhile.Load())
 	s.WallS = wall.Seconds()
-	if s.WallS > 0 {
-		s.TokPerS = float64(s.Tokens) / s.WallS
-		s.DocsPerS = float64(s.RowsOut) / s.WallS
+	if s.WallS > 0 { // rates of the work done, committed or not
+		s.TokPerS = float64(st.tokens.Load()) / s.WallS
+		s.DocsPerS = float64(st.rowsOut.Load()) / s.WallS
 	}
 	s.BusyS = map[string]float64{}
 	for i, n := range stageNames {
@@ -96,11 +134,11 @@ func (s *Summary) Partial() bool {
 
 // Complete reports whether every assigned shard is finished.
 func (s *Summary) Complete() bool {
-	return !s.Interrupted && s.ShardsLocked == 0 && s.ShardsDone == s.ShardsToDo
+	return !s.Interrupted && s.ShardsLocked == 0 && s.ShardsFailed == 0 && s.ShardsDone == s.ShardsToDo
 }
 
 // String is a one-line human summary.
 func (s *Summary) String() string {
-	return fmt.Sprintf("%d rows in, %d out, %d rejected, %d bad files; %d tokens in %.1fs (%.0f tok/s); shards: %d done, %d already done, %d locked",
-		s.RowsIn, s.RowsOut, s.Rejected, s.BadFiles, s.Tokens, s.WallS, s.TokPerS, s.ShardsDone, s.ShardsAlreadyDone, s.ShardsLocked)
+	return fmt.Sprintf("%d rows in, %d out, %d rejected, %d bad files; %d tokens in %.1fs (%.0f tok/s); shards: %d done, %d already done, %d locked, %d failed",
+		s.RowsIn, s.RowsOut, s.Rejected, s.BadFiles, s.Tokens, s.WallS, s.TokPerS, s.ShardsDone, s.ShardsAlreadyDone, s.ShardsLocked, s.ShardsFailed)
 }

@@ -46,7 +46,7 @@ type extractFlags struct {
 
 	workers, tokWorkers, packTokens int
 	rank, world                     int
-	force, noPin                    bool
+	force, noPin, skipBad           bool
 	progress                        string
 	logEvery                        time.Duration
 	summary                         string
@@ -85,8 +85,16 @@ from writing the same part. See 'onecore jobs render'.
 
 Model: --model DIR, else $ONECORE_MODEL, else the bundled models/default.
 
+Unreadable input files (open or read errors: a file moved away, a truncated
+stream, an I/O error, a corrupt Parquet footer) leave their shard unmarked: the
+run exits 4 naming them, and the next run retries them (a single output file is
+assembled only once all shards are done). --skip-bad-files accepts such a file
+instead: its shard is marked done with the rows read before the error and a
+rejects line, and the run exits 3.
+
 Exit codes: 0 done, 1 error, 2 usage, 3 done but rows or files were rejected,
-130 interrupted (rerun to resume). A JSON summary is printed to stdout.`
+4 some shards failed and were left for a rerun, 130 interrupted (rerun to
+resume). A JSON summary is printed to stdout.`
 
 const extractExample = `  onecore extract --in testdata/sample --out results.parquet
   onecore extract --task score --in 'corpus/*.jsonl.zst' --out scores/ --keep url
@@ -148,6 +156,7 @@ func newExtractCmd(use string, task jobs.Task, short string) *cobra.Command {
 	f.IntVar(&fl.rank, "rank", -1, "this process's rank (default from Slurm/Kubernetes, else 0)")
 	f.IntVar(&fl.world, "world", 0, "number of ranks (default from Slurm, else 1)")
 	f.BoolVar(&fl.force, "force", false, "recompute into an output written by another job or model")
+	f.BoolVar(&fl.skipBad, "skip-bad-files", false, "mark unreadable input files done (rows before the error kept) instead of retrying them next run")
 	f.BoolVar(&fl.noPin, "no-pin", false, "do not pin engine workers to cores")
 	f.StringVar(&fl.progress, "progress", "auto", "auto (bar on a terminal, else log lines), bar, log or none")
 	f.DurationVar(&fl.logEvery, "log-every", 10*time.Second, "period of the progress log lines (--progress log)")
@@ -265,7 +274,7 @@ func runExtract(cmd *cobra.Command, fl *extractFlags) error {
 		ModelPath: dir, ModelID: modelID, Create: pipeline.CreateWriter,
 		Out: job.Out, Format: fl.format, Placement: place,
 		Workers: fl.workers, TokWorkers: fl.tokWorkers, PackTok: fl.packTokens,
-		Pin: !fl.noPin, Force: fl.force, Log: log, LogEvery: fl.logEvery,
+		Pin: !fl.noPin, Force: fl.force, SkipBadFiles: fl.skipBad, Log: log, LogEvery: fl.logEvery,
 	}
 	switch fl.progress {
 	case "auto":
@@ -306,6 +315,16 @@ func runExtract(cmd *cobra.Command, fl *extractFlags) error {
 		return runErr
 	case sum.Interrupted:
 		return withExitCode(exitInterrupted, fmt.Errorf("interrupted: %d shard(s) finished and marked; rerun the same command to resume the rest", sum.ShardsDone))
+	case sum.ShardsFailed > 0:
+		var files []string
+		for _, f := range sum.Failed {
+			files = append(files, f.File+": "+f.Error)
+		}
+		what := "rerun the same command to retry them"
+		if pipeline.FormatOf(cfg.Out) != "" && !strings.HasSuffix(cfg.Out, "/") {
+			what = cfg.Out + " was not assembled; rerun the same command to retry them"
+		}
+		return withExitCode(exitFailed, fmt.Errorf("%d shard(s) could not be read and were not marked done (%s), or pass --skip-bad-files to accept the loss:\n  %s", sum.ShardsFailed, what, strings.Join(files, "\n  ")))
 	case sum.Partial():
 		return withExitCode(exitPartial, fmt.Errorf("finished with %d rejected row(s) and %d bad file(s): see %s", sum.Rejected, sum.BadFiles, rejectsWhere(cfg, sum)))
 	}

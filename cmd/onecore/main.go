@@ -18,6 +18,7 @@ const (
 	exitError       = 1   // the command failed
 	exitUsage       = 2   // bad flags or arguments
 	exitPartial     = 3   // finished, but some rows or files were rejected (see summary)
+	exitFailed      = 4   // some shards could not be read: not marked, a rerun retries them
 	exitInterrupted = 130 // stopped by SIGINT/SIGTERM; rerun the same command to resume
 )
 
