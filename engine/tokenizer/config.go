@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -164,7 +163,7 @@ func parseNormalizer(raw json.RawMessage, field string) (normalizer, error) {
 		}
 		n := replaceNormalizer{literal: pat, content: deref(c.Content)}
 		if !literal {
-			if n.re, err = compileGoRegexp(pat); err != nil {
+			if n.re, err = newPatternMatcher(pat, false); err != nil {
 				return nil, fmt.Errorf("%s: Replace: %v", field, err)
 			}
 		}
@@ -190,20 +189,6 @@ func deref(p *string) string {
 		return ""
 	}
 	return *p
-}
-
-// compileGoRegexp accepts a regex only where Go's RE2 means the same as
-// Oniguruma.
-func compileGoRegexp(pat string) (*regexp.Regexp, error) {
-	m, err := newPatternMatcher(pat, false)
-	if err != nil {
-		return nil, err
-	}
-	rm, ok := m.(regexpMatcher)
-	if !ok {
-		return nil, fmt.Errorf("unsupported regex %q", pat)
-	}
-	return rm.re, nil
 }
 
 // parsePreTokenizer parses a pre-tokenizer. byteLevel reports a ByteLevel

@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -26,7 +25,7 @@ func (q seqNormalizer) normalize(s string) string {
 // unicodeNormalizer is NFC, NFD, NFKC or NFKD.
 type unicodeNormalizer struct{ form norm.Form }
 
-func (u unicodeNormalizer) normalize(s string) string { return u.form.String(s) }
+func (u unicodeNormalizer) normalize(s string) string { return normalizeForm(u.form, s) }
 
 type lowercaseNormalizer struct{}
 
@@ -74,19 +73,31 @@ func stripAccents(s string) string {
 	}, s)
 }
 
-// replaceNormalizer replaces a literal string or a regexp (Go syntax; a
-// pattern Go cannot compile is rejected at load time).
+// replaceNormalizer replaces a literal string or the matches of an
+// Oniguruma regex (compiled like Split's, see regex_onig.go).
 type replaceNormalizer struct {
 	literal string
-	re      *regexp.Regexp
+	re      matcher
 	content string
 }
 
 func (n replaceNormalizer) normalize(s string) string {
-	if n.re != nil {
-		return n.re.ReplaceAllLiteralString(s, n.content)
+	if n.re == nil {
+		return strings.ReplaceAll(s, n.literal, n.content)
 	}
-	return strings.ReplaceAll(s, n.literal, n.content)
+	ms := n.re.matches(s, nil)
+	if len(ms) == 0 {
+		return s
+	}
+	var b strings.Builder
+	prev := 0
+	for _, m := range ms {
+		b.WriteString(s[prev:m[0]])
+		b.WriteString(n.content)
+		prev = m[1]
+	}
+	b.WriteString(s[prev:])
+	return b.String()
 }
 
 type prependNormalizer struct{ prefix string }

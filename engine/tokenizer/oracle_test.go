@@ -46,7 +46,7 @@ func TestPreTokenizerParity(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.Remove(in)
-	for _, name := range []string{"gpt2", "llama3", "bert"} { // Llama-2 has none
+	for _, name := range []string{"gpt2", "llama3", "bert", "gpt4o", "deepseek_v3", "mistral_nemo", "qwen3"} { // Llama-2 has none
 		t.Run(name, func(t *testing.T) {
 			path := tokenizerFile(t, name)
 			tok, err := Load(path)

@@ -135,3 +135,12 @@ func TestParityGPT2(t *testing.T)   { testParity(t, "gpt2") }
 func TestParityLlama3(t *testing.T) { testParity(t, "llama3") }
 func TestParityLlama2(t *testing.T) { testParity(t, "llama2") }
 func TestParityBERT(t *testing.T)   { testParity(t, "bert") }
+
+// Tokenizers whose Split regexes have no hand-written scanner (GPT-4o's
+// o200k, DeepSeek-V3's three Splits, Mistral-Nemo's Tekken) run on the
+// translated-Oniguruma path (regex_onig.go); Qwen3's is the Qwen2 scanner
+// with an NFC normalizer.
+func TestParityGPT4o(t *testing.T)       { testParity(t, "gpt4o") }
+func TestParityDeepSeekV3(t *testing.T)  { testParity(t, "deepseek_v3") }
+func TestParityMistralNemo(t *testing.T) { testParity(t, "mistral_nemo") }
+func TestParityQwen3(t *testing.T)       { testParity(t, "qwen3") }

@@ -2,7 +2,7 @@ package tokenizer
 
 import (
 	"fmt"
-	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -90,19 +90,9 @@ func (m literalMatcher) matches(s string, out [][2]int) [][2]int {
 	}
 }
 
-type regexpMatcher struct{ re *regexp.Regexp }
-
-func (m regexpMatcher) matches(s string, out [][2]int) [][2]int {
-	for _, loc := range m.re.FindAllStringIndex(s, -1) {
-		if loc[0] < loc[1] {
-			out = append(out, [2]int{loc[0], loc[1]})
-		}
-	}
-	return out
-}
-
-// newPatternMatcher recognizes the GPT-2 and Llama-3 regexes (scanners) and
-// otherwise accepts regexes whose meaning Go's RE2 shares with Oniguruma.
+// newPatternMatcher recognizes the GPT-2, Llama-3 and Qwen2 regexes (fast
+// scanners) and compiles every other Oniguruma pattern for regexp2 (see
+// regex_onig.go).
 func newPatternMatcher(pattern string, literal bool) (matcher, error) {
 	if literal {
 		return literalMatcher(pattern), nil
@@ -115,16 +105,7 @@ func newPatternMatcher(pattern string, literal bool) (matcher, error) {
 	case qwen2Pattern:
 		return scannerMatcher{func(s string, i int) int { return llama3Next(s, i, 1) }}, nil
 	}
-	for _, esc := range []string{`\s`, `\S`, `\w`, `\W`, `\d`, `\D`, `\b`, `\B`} {
-		if strings.Contains(pattern, esc) {
-			return nil, fmt.Errorf("unsupported Split regex %q: %s is Unicode-aware in Oniguruma but ASCII-only in Go's regexp", pattern, esc)
-		}
-	}
-	re, err := regexp.Compile(pattern)
-	if err != nil {
-		return nil, fmt.Errorf("unsupported Split regex %q: %v", pattern, err)
-	}
-	return regexpMatcher{re}, nil
+	return compileOnig(pattern)
 }
 
 // splitPre is the Split pre-tokenizer.
@@ -150,78 +131,72 @@ func (p *splitPre) split(s string, _ bool, out []string) []string {
 	return splitByMatches(s, p.m.matches(s, nil), p.behavior, p.invert, out)
 }
 
-// splitByMatches applies a SplitDelimiterBehavior to the matches of s.
+// splitByMatches applies a SplitDelimiterBehavior to the matches of s,
+// exactly as Hugging Face tokenizers does (NormalizedString::split): the
+// string is cut into matches and the gaps between them (an empty match is a
+// piece of its own), invert flips which are matches, the behavior folds
+// neighbouring pieces, and empty pieces are dropped at the end.
 func splitByMatches(s string, ms [][2]int, behavior int, invert bool, out []string) []string {
-	type part struct {
+	type piece struct {
 		start, end int
 		match      bool
 	}
-	var parts []part
+	var pieces []piece
 	prev := 0
 	for _, m := range ms {
-		if prev < m[0] {
-			parts = append(parts, part{prev, m[0], invert})
+		if prev != m[0] {
+			pieces = append(pieces, piece{prev, m[0], invert})
 		}
-		parts = append(parts, part{m[0], m[1], !invert})
+		pieces = append(pieces, piece{m[0], m[1], !invert})
 		prev = m[1]
 	}
-	if prev < len(s) {
-		parts = append(parts, part{prev, len(s), invert})
+	if prev != len(s) {
+		pieces = append(pieces, piece{prev, len(s), invert})
 	}
+	var folded []piece // match now means "remove"
 	switch behavior {
 	case behIsolated:
-		for _, p := range parts {
-			out = append(out, s[p.start:p.end])
+		for _, p := range pieces {
+			folded = append(folded, piece{p.start, p.end, false})
 		}
 	case behRemoved:
-		for _, p := range parts {
-			if !p.match {
-				out = append(out, s[p.start:p.end])
-			}
-		}
+		folded = pieces
 	case behContiguous:
-		for i := 0; i < len(parts); {
-			j := i + 1
-			if parts[i].match {
-				for j < len(parts) && parts[j].match {
-					j++
-				}
+		previous := false
+		for _, p := range pieces {
+			if p.match == previous && len(folded) > 0 {
+				folded[len(folded)-1].end = p.end
+			} else {
+				folded = append(folded, piece{p.start, p.end, false})
 			}
-			out = append(out, s[parts[i].start:parts[j-1].end])
-			i = j
+			previous = p.match
 		}
 	case behMergedWithPrevious:
-		start := -1
-		for _, p := range parts {
-			if start < 0 {
-				start = p.start
+		previous := false
+		for _, p := range pieces {
+			if p.match && !previous && len(folded) > 0 {
+				folded[len(folded)-1].end = p.end
+			} else {
+				folded = append(folded, piece{p.start, p.end, false})
 			}
-			if p.match {
-				out = append(out, s[start:p.end])
-				start = -1
-			}
-		}
-		if start >= 0 {
-			out = append(out, s[start:])
+			previous = p.match
 		}
 	case behMergedWithNext:
-		start := -1
-		for _, p := range parts {
-			if p.match {
-				if start >= 0 {
-					out = append(out, s[start:p.start])
-				}
-				start = p.start
-				continue
+		previous := false
+		for k := len(pieces) - 1; k >= 0; k-- {
+			p := pieces[k]
+			if p.match && !previous && len(folded) > 0 {
+				folded[len(folded)-1].start = p.start
+			} else {
+				folded = append(folded, piece{p.start, p.end, false})
 			}
-			if start < 0 {
-				start = p.start
-			}
-			out = append(out, s[start:p.end])
-			start = -1
+			previous = p.match
 		}
-		if start >= 0 {
-			out = append(out, s[start:])
+		slices.Reverse(folded)
+	}
+	for _, p := range folded {
+		if !p.match && p.start < p.end {
+			out = append(out, s[p.start:p.end])
 		}
 	}
 	return out

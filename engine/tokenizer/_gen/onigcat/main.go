@@ -1,0 +1,192 @@
+// Command onigcat generates unicode_onigcat.go: for every class a Split
+// regex may use — a general category (\p{L}, \p{Lu}, \p{M}, ...), a script
+// (\p{Han}, \p{Hiragana}, ...) or the escapes \w, \d, \s — the code points
+// that the Oniguruma inside Hugging Face tokenizers puts in the class and
+// Go's equivalent set does not (add), and the reverse (remove). Oniguruma
+// follows a newer Unicode version than Go's tables, and its \w is its own
+// definition. The regex translation (regex_onig.go) widens and narrows each
+// class by these lists, so patterns match exactly what the reference
+// implementation matches.
+//
+// It asks the oracle directly: a Split pre-tokenizer with the class as its
+// regex and behavior Removed runs over candidate code points, each followed
+// by a separator in no class asked for (U+0001, or "a" for Common), and the code points that disappear
+// are the class's members. Candidates are every code point for categories
+// and escapes; for scripts, Go's members plus what Go leaves unassigned.
+//
+// Usage (from engine/tokenizer, with `make deps` done):
+//
+//	NODE_PATH=../../.cache/node/node_modules go run ./_gen/onigcat > unicode_onigcat.go
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"go/format"
+	"os"
+	"os/exec"
+	"sort"
+	"unicode"
+)
+
+// categories are the general categories (and groups) generated.
+var categories = []string{"L", "Lu", "Ll", "Lt", "Lm", "Lo", "M", "Mn", "Mc", "Me", "N", "Nd", "Nl", "No",
+	"P", "Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "S", "Sm", "Sc", "Sk", "So", "Z", "Zs", "Zl", "Zp"}
+
+// escapes map an escape to the Go set it is translated from.
+var escapes = map[string][]*unicode.RangeTable{
+	`\w`: {unicode.L, unicode.M, unicode.N, unicode.Pc},
+	`\d`: {unicode.Nd},
+	`\s`: {unicode.White_Space},
+}
+
+const script = `
+const { Tokenizer } = require('tokenizers');
+const req = JSON.parse(require('fs').readFileSync(0, 'utf8'));
+const res = {};
+for (const { name, regex, cps, sep } of req) {
+  const json = JSON.stringify({version: '1.0', truncation: null, padding: null, added_tokens: [], normalizer: null,
+    pre_tokenizer: {type: 'Split', pattern: {Regex: regex}, behavior: 'Removed', invert: false},
+    post_processor: null, decoder: null, model: {type: 'WordLevel', vocab: {a: 0}, unk_token: 'a'}});
+  const pre = Tokenizer.fromString(json).getPreTokenizer();
+  const members = [];
+  for (let lo = 0; lo < cps.length; lo += 8192) {
+    const chunk = cps.slice(lo, lo + 8192);
+    const s = chunk.map((cp) => String.fromCodePoint(cp) + sep).join('');
+    const segs = pre.preTokenizeString(s).map((p) => p[0]).join('').split(sep);
+    if (segs.length !== chunk.length + 1) throw new Error('unexpected pieces for ' + name);
+    chunk.forEach((cp, i) => { if (segs[i].length === 0) members.push(cp); });
+  }
+  res[name] = members;
+}
+process.stdout.write(JSON.stringify(res));
+`
+
+type class struct {
+	name, regex string
+	goSet       []*unicode.RangeTable
+	all         bool // candidates: every code point
+}
+
+func valid(r rune) bool { return r >= 0x20 && !(r >= 0xD800 && r < 0xE000) }
+
+func main() {
+	var classes []class
+	for _, c := range categories {
+		classes = append(classes, class{c, `\p{` + c + `}`, []*unicode.RangeTable{unicode.Categories[c]}, true})
+	}
+	var scripts []string
+	for s := range unicode.Scripts {
+		scripts = append(scripts, s)
+	}
+	sort.Strings(scripts)
+	for _, s := range scripts {
+		classes = append(classes, class{s, `\p{` + s + `}`, []*unicode.RangeTable{unicode.Scripts[s]}, false})
+	}
+	for _, e := range []string{`\w`, `\d`, `\s`} {
+		classes = append(classes, class{e, e, escapes[e], true})
+	}
+	cn := unicode.Categories["Cn"]
+	var unassigned, every []rune
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if !valid(r) {
+			continue
+		}
+		every = append(every, r)
+		if unicode.Is(cn, r) && r < 0x40000 {
+			unassigned = append(unassigned, r)
+		}
+	}
+	type query struct {
+		Name  string `json:"name"`
+		Regex string `json:"regex"`
+		Cps   []rune `json:"cps"`
+		Sep   string `json:"sep"` // follows every candidate: in no class asked for
+	}
+	var qs []query
+	for _, c := range classes {
+		q := query{Name: c.name, Regex: c.regex, Sep: "\x01"}
+		if c.name == "Common" {
+			q.Sep = "a" // U+0001 is Common; "a" (Latin) is not a candidate
+		}
+		if c.all {
+			q.Cps = every
+		} else {
+			for r := rune(0); r <= unicode.MaxRune; r++ {
+				if valid(r) && unicode.In(r, c.goSet...) {
+					q.Cps = append(q.Cps, r)
+				}
+			}
+			q.Cps = append(q.Cps, unassigned...)
+		}
+		qs = append(qs, q)
+	}
+	req, _ := json.Marshal(qs)
+	cmd := exec.Command("node", "-e", script)
+	cmd.Stdin = bytes.NewReader(req)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "node:", err)
+		os.Exit(1)
+	}
+	var members map[string][]rune
+	if err := json.Unmarshal(out, &members); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	var w bytes.Buffer
+	fmt.Fprintf(&w, "// Code generated by _gen/onigcat from tokenizers@0.23.2; DO NOT EDIT.\n\npackage tokenizer\n\n")
+	fmt.Fprintf(&w, "// onigClassDiff lists, per class (general category, script, or the\n// escapes \\w \\d \\s), the code points Oniguruma (in Hugging Face tokenizers)\n// puts in the class and Go's equivalent set (unicode %s tables) does not\n// (add), and the reverse (remove).\n", unicode.Version)
+	fmt.Fprintf(&w, "var onigClassDiff = map[string]struct{ add, remove [][2]rune }{\n")
+	for _, c := range classes {
+		in := map[rune]bool{}
+		for _, r := range members[c.name] {
+			in[r] = true
+		}
+		var add, remove []rune
+		for r := rune(0); r <= unicode.MaxRune; r++ {
+			if !valid(r) {
+				continue
+			}
+			switch g := unicode.In(r, c.goSet...); {
+			case in[r] && !g:
+				add = append(add, r)
+			case !in[r] && g:
+				remove = append(remove, r)
+			}
+		}
+		if len(add) == 0 && len(remove) == 0 {
+			continue
+		}
+		fmt.Fprintf(&w, "\t%q: {\n\t\tadd: %s,\n\t\tremove: %s,\n\t},\n", c.name, ranges(add), ranges(remove))
+	}
+	fmt.Fprintf(&w, "}\n")
+	src, err := format.Source(w.Bytes())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Stdout.Write(src)
+}
+
+// ranges prints sorted code points as a [][2]rune literal of runs.
+func ranges(rs []rune) string {
+	if len(rs) == 0 {
+		return "nil"
+	}
+	sort.Slice(rs, func(i, j int) bool { return rs[i] < rs[j] })
+	var b bytes.Buffer
+	b.WriteString("[][2]rune{")
+	for i := 0; i < len(rs); {
+		j := i
+		for j+1 < len(rs) && rs[j+1] == rs[j]+1 {
+			j++
+		}
+		fmt.Fprintf(&b, "{0x%04X, 0x%04X}, ", rs[i], rs[j])
+		i = j + 1
+	}
+	b.WriteString("}")
+	return b.String()
+}
