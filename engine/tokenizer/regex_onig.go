@@ -59,7 +59,10 @@ func compileOnig(pattern string) (onigMatcher, error) {
 	if err != nil {
 		return onigMatcher{}, fmt.Errorf("unsupported regex %q: %v", pattern, err)
 	}
-	re, err := regexp2.Compile(tr)
+	// Unbounded backtracking stack: a long run of one class (a megabyte of
+	// spaces under \s+(?!\S)) needs a stack that grows with it, and
+	// Oniguruma has no such limit either.
+	re, err := regexp2.Compile(tr, regexp2.OptionMaxBacktrackingStackSize(-1))
 	if err != nil {
 		return onigMatcher{}, fmt.Errorf("unsupported regex %q: %v", pattern, err)
 	}

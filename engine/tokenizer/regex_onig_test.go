@@ -154,3 +154,42 @@ func TestNormalizersParity(t *testing.T) {
 		})
 	}
 }
+
+// FuzzOnigPattern: any pattern (a tokenizer.json is outside input) is
+// either refused with an error or compiled into a matcher whose matches
+// are in order, inside the text and on rune boundaries; nothing panics.
+func FuzzOnigPattern(f *testing.F) {
+	for _, p := range []string{`\w+`, `[^\s\p{L}\p{N}]?\p{Lu}+`, `(?<=a)b`, `[\d\p{Mn}x-z]+`, `\p{Han}|\P{L}`, `[^\w]`, `\x{1F600}`, `a++`, `[`} {
+		f.Add(p, "héllo wörld 123 ½ 漢字 \u0898\u0301 😀")
+	}
+	f.Fuzz(func(t *testing.T, pattern, text string) {
+		m, err := compileOnig(pattern)
+		if err != nil {
+			return
+		}
+		m.re.MatchTimeout = 0
+		prev := 0
+		for _, loc := range m.matches(text, nil) {
+			if loc[0] < prev || loc[1] < loc[0] || loc[1] > len(text) {
+				t.Fatalf("pattern %q on %q: match %v after %d", pattern, text, loc, prev)
+			}
+			prev = loc[1]
+		}
+	})
+}
+
+// TestOnigLongRuns: a run far longer than regexp2's default backtracking
+// stack allows (it returned an error, which panicked) splits like the
+// scanner-free oracle would: one piece per run.
+func TestOnigLongRuns(t *testing.T) {
+	m, err := compileOnig(`\s+(?!\S)|\s+|\p{L}+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "a" + strings.Repeat(" ", 1<<20) + "b" + strings.Repeat("x", 1<<20)
+	got := m.matches(text, nil)
+	want := [][2]int{{0, 1}, {1, 1 + 1<<20 - 1}, {1<<20, 1<<20 + 1}, {1<<20 + 1, len(text)}}
+	if len(got) != 4 || got[0] != want[0] || got[3] != want[3] {
+		t.Fatalf("matches %v", got)
+	}
+}
