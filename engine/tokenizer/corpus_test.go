@@ -93,6 +93,9 @@ func TestMain(m *testing.M) {
 	if corpusFile != "" {
 		os.Remove(corpusFile)
 	}
+	if wordPieceDir != "" {
+		os.RemoveAll(wordPieceDir)
+	}
 	os.Exit(code)
 }
 

