@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -21,8 +22,11 @@ import (
 // sorted. A shard's key is its path relative to the input it came from,
 // so output part names do not depend on where the corpus is mounted; when
 // two inputs hold the same relative path the full paths are used instead.
-func ExpandInputs(inputs []string) ([]Shard, error) {
-	shs, err := readers.Expand(inputs)
+// What the listing skips (dangling links, link cycles, pipes and other
+// non-regular files) is warned about on log (slog.Default() when nil); see
+// readers.ExpandLog.
+func ExpandInputs(inputs []string, log *slog.Logger) ([]Shard, error) {
+	shs, err := readers.ExpandLog(inputs, log)
 	if err != nil {
 		return nil, err
 	}

@@ -234,7 +234,7 @@ func runExtract(cmd *cobra.Command, fl *extractFlags) error {
 	stderr := cmd.ErrOrStderr()
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 
-	shards, err := pipeline.ExpandInputs(splitInputs(job.In))
+	shards, err := pipeline.ExpandInputs(splitInputs(job.In), log)
 	if err != nil {
 		return err
 	}
