@@ -78,7 +78,8 @@ rows go to the rejects files with file, row and reason.
 Resume: rerunning the same command skips finished shards and redoes the rest,
 so a run killed at any point (SIGKILL too) ends with every row written
 exactly once. SIGINT/SIGTERM stop reading, finish the documents in flight,
-mark finished shards and exit 130; a second signal exits at once.
+mark finished shards and exit 130; a second signal exits at once. A signal
+before the run starts (listing inputs, loading the model) exits 130 at once.
 
 Scale-out: --rank/--world, else SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT,
 SLURM_PROCID/SLURM_NTASKS, or JOB_COMPLETION_INDEX with --world. Rank r takes
