@@ -209,7 +209,9 @@ func matmulAMX(m int, a []BF16, lda int, b *Matrix, c []float32, ldc int, ep *Ep
 			copy(acopy[(i-full*mAMX)*kpad:], a[i*lda:i*lda+k])
 		}
 	}
-	if full > 0 {
+	if full > 0 && kt > 0 {
+		// With K=0 there is nothing to read (A may be empty) and no tile
+		// runs: the epilogue alone writes C.
 		aIn = unsafe.Pointer(&a[0])
 	}
 	// Row chunks of chunkAMX blocks: the tiles' sums for one chunk and

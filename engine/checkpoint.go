@@ -156,8 +156,8 @@ func (c *Checkpoint) NumLabels() int {
 
 // LoadCheckpoint reads config.json, model.safetensors and (if present)
 // generation.json from dir, validating the config, every tensor's name,
-// dtype and shape against TensorSpecs, and the head.* tensors. Errors name
-// the file and tensor or field.
+// dtype and shape against TensorSpecs, the head.* tensors, and that every
+// weight is finite (CheckFinite). Errors name the file and tensor or field.
 func LoadCheckpoint(dir string) (*Checkpoint, error) {
 	cfgPath := filepath.Join(dir, ConfigFile)
 	cfg, err := LoadConfig(cfgPath)
@@ -209,7 +209,11 @@ func (ck *Checkpoint) fill(cfg *Config, sf *SafeFile) error {
 		if !slices.Equal(t.Shape, s.Shape) {
 			return fmt.Errorf("tensor %q: shape %v, want %v", s.Name, t.Shape, s.Shape)
 		}
-		ck.Tensors[s.Name] = t.Float32()
+		v := t.Float32()
+		if err := CheckFinite(s.Name, s.Shape, v); err != nil {
+			return err
+		}
+		ck.Tensors[s.Name] = v
 		ck.Shapes[s.Name] = s.Shape
 	}
 	for _, name := range sf.Order {
@@ -220,10 +224,38 @@ func (ck *Checkpoint) fill(cfg *Config, sf *SafeFile) error {
 			return fmt.Errorf("unexpected tensor %q (not in the spec for this config)", name)
 		}
 		t := sf.Tensors[name]
-		ck.Tensors[name] = t.Float32()
+		v := t.Float32()
+		if err := CheckFinite(name, t.Shape, v); err != nil {
+			return err
+		}
+		ck.Tensors[name] = v
 		ck.Shapes[name] = t.Shape
 	}
 	return validateHeads(cfg, ck.Shapes)
+}
+
+// CheckFinite returns an error naming the tensor and the index (flat and
+// per dimension of shape) of the first NaN or ±Inf in v, or nil. Loaders
+// call it on every weight tensor: one non-finite weight turns every score
+// that touches it into NaN while the run still exits 0, so a corrupt or
+// diverged checkpoint must be refused where it is read, not discovered in
+// the results. One compare per element, far below the cost of reading the
+// file.
+func CheckFinite(name string, shape []int, v []float32) error {
+	for i, x := range v {
+		if x-x == 0 { // false for NaN and ±Inf only
+			continue
+		}
+		idx := make([]int, len(shape))
+		rest := i
+		for d := len(shape) - 1; d >= 0; d-- {
+			if shape[d] > 0 {
+				idx[d], rest = rest%shape[d], rest/shape[d]
+			}
+		}
+		return fmt.Errorf("tensor %q: element %d (index %v of shape %v) is %v: non-finite weights (a corrupt or diverged checkpoint) would make every score NaN", name, i, idx, shape, x)
+	}
+	return nil
 }
 
 // validateHeads checks head.cls.* shapes when present.

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"bytes"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -148,5 +150,56 @@ func TestCheckpointErrors(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, GenerationFile), []byte(`{"stop_id":[2]}`), 0o644)
 	if _, err := LoadCheckpoint(dir); err == nil || !strings.Contains(err.Error(), `"stop_id"`) {
 		t.Fatalf("bad generation.json: %v", err)
+	}
+}
+
+// TestCheckpointNonFinite: a checkpoint with one NaN or ±Inf weight, in a
+// spec tensor or a head, stored as bf16 or f32, is refused at load with
+// the file, the tensor and the first bad element named (issue 19.12: it
+// was accepted and every score came out NaN with exit 0).
+func TestCheckpointNonFinite(t *testing.T) {
+	cfg := smallConfig()
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	for _, tc := range []struct {
+		tensor string
+		index  int
+		value  float32
+		f32    bool // write model.safetensors as F32 instead of bf16
+		want   string
+	}{
+		{tensor: "layers.1.swa.wq", index: 37, value: nan, want: `tensor "layers.1.swa.wq": element 37 (index [1 5] of shape [32 32]) is NaN`},
+		{tensor: "emb", index: 0, value: inf, want: `tensor "emb": element 0 (index [0 0] of shape [97 32]) is +Inf`},
+		{tensor: "layers.2.moe.w_down", index: 24*32 + 3, value: -inf, want: `tensor "layers.2.moe.w_down": element 771 (index [1 0 3] of shape [6 24 32]) is -Inf`},
+		{tensor: "norm.g", index: 31, value: inf, f32: true, want: `tensor "norm.g": element 31 (index [31] of shape [32]) is +Inf`},
+		{tensor: HeadClsB, index: 2, value: nan, want: `tensor "head.cls.b": element 2 (index [2] of shape [3]) is NaN`},
+	} {
+		t.Run(tc.tensor, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "ck")
+			ts := InitTensors(cfg, 3)
+			ts[HeadClsW] = make([]float32, cfg.DModel*3)
+			ts[HeadClsB] = []float32{1, 2, 3}
+			ts[tc.tensor][tc.index] = tc.value
+			if err := SaveCheckpoint(dir, cfg, ts, nil); err != nil {
+				t.Fatal(err)
+			}
+			if tc.f32 {
+				var list []*Tensor
+				for _, s := range TensorSpecs(cfg) {
+					list = append(list, F32Tensor(s.Name, s.Shape, ts[s.Name]))
+				}
+				list = append(list, F32Tensor(HeadClsW, []int{cfg.DModel, 3}, ts[HeadClsW]), F32Tensor(HeadClsB, []int{3}, ts[HeadClsB]))
+				var buf bytes.Buffer
+				if err := WriteSafetensors(&buf, list, nil); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, WeightsFile), buf.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := LoadCheckpoint(dir)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), WeightsFile) {
+				t.Fatalf("LoadCheckpoint: %v\nwant an error containing %q and %s", err, tc.want, WeightsFile)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -22,9 +23,11 @@ import (
 // so output part names do not depend on where the corpus is mounted. Two
 // inputs may hold the same relative path: Run gives all but one of them
 // their full path as key (see resolveKeys), so adding such a file never
-// changes the keys, and parts, of the others.
-func ExpandInputs(inputs []string) ([]Shard, error) {
-	shs, err := readers.Expand(inputs)
+// changes the keys, and parts, of the others. What the listing skips
+// (dangling links, link cycles, pipes and other non-regular files) is
+// warned about on log (slog.Default() when nil); see readers.ExpandLog.
+func ExpandInputs(inputs []string, log *slog.Logger) ([]Shard, error) {
+	shs, err := readers.ExpandLog(inputs, log)
 	if err != nil {
 		return nil, err
 	}

@@ -136,7 +136,7 @@ func benchScore(b *testing.B, nDocs int) {
 			for range b.N {
 				j := &jobs.Job{Task: jobs.TaskScore, MaxTokens: maxTokens}
 				j.Normalize()
-				shards, err := ExpandInputs([]string{in})
+				shards, err := ExpandInputs([]string{in}, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -124,7 +124,7 @@ func realConfig(t testing.TB, model, in, out string, task jobs.Task, workers int
 	if err != nil {
 		t.Fatal(err)
 	}
-	shards, err := ExpandInputs([]string{in})
+	shards, err := ExpandInputs([]string{in}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -143,7 +143,7 @@ func TestKeysStableWhenInputsAdded(t *testing.T) {
 	write("b/z.jsonl", 5)
 	out := filepath.Join(root, "out")
 	run := func() *Summary {
-		shards, err := ExpandInputs([]string{filepath.Join(root, "b"), filepath.Join(root, "a")})
+		shards, err := ExpandInputs([]string{filepath.Join(root, "b"), filepath.Join(root, "a")}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +200,7 @@ func TestOutputInsideInput(t *testing.T) {
 			}
 			out := filepath.Join(root, outName)
 			for run := range 3 {
-				shards, err := ExpandInputs([]string{root})
+				shards, err := ExpandInputs([]string{root}, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

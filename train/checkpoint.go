@@ -51,7 +51,7 @@ func SaveCheckpoint(dir string, c *Config, p *Params[float32], gen *Generation, 
 }
 
 // LoadCheckpoint reads a checkpoint through the engine's validating loader
-// and returns its config, weights (fp32) and generation.json (empty when
+// (which refuses NaN/Inf weights, naming the tensor) and returns its config, weights (fp32) and generation.json (empty when
 // absent). A classifier head present in the file is kept.
 func LoadCheckpoint(dir string) (*Config, *Params[float32], *Generation, error) {
 	ck, err := engine.LoadCheckpoint(dir)
@@ -147,7 +147,13 @@ func loadTrainState(dir string, p *Params[float32], opt *AdamW) (*TrainState, er
 			if !ok || t.DType != engine.F32 || t.NumElements() != s.Size() {
 				return nil, fmt.Errorf("%s: tensor %q missing, not F32 or of the wrong size", path, part.prefix+s.Name)
 			}
-			copy(part.dst[off:off+s.Size()], t.Float32())
+			v := t.Float32()
+			// A NaN master weight or moment would poison every later step
+			// (and the checkpoints it writes): refuse it as LoadCheckpoint does.
+			if err := engine.CheckFinite(part.prefix+s.Name, s.Shape, v); err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			copy(part.dst[off:off+s.Size()], v)
 		}
 	}
 	opt.Step = st.Step

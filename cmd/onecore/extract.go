@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -76,7 +78,8 @@ rows go to the rejects files with file, row and reason.
 Resume: rerunning the same command skips finished shards and redoes the rest,
 so a run killed at any point (SIGKILL too) ends with every row written
 exactly once. SIGINT/SIGTERM stop reading, finish the documents in flight,
-mark finished shards and exit 130; a second signal exits at once.
+mark finished shards and exit 130; a second signal exits at once. A signal
+before the run starts (listing inputs, loading the model) exits 130 at once.
 
 Scale-out: --rank/--world, else SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT,
 SLURM_PROCID/SLURM_NTASKS, or JOB_COMPLETION_INDEX with --world. Rank r takes
@@ -242,8 +245,12 @@ func runExtract(cmd *cobra.Command, fl *extractFlags) error {
 	}
 	stderr := cmd.ErrOrStderr()
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	// Signals are handled from here on, before anything slow (listing the
+	// inputs, loading the model): see handleSignals.
+	ctx, started, stopSignals := handleSignals(stderr)
+	defer stopSignals()
 
-	shards, err := pipeline.ExpandInputs(splitInputs(job.In))
+	shards, err := pipeline.ExpandInputs(splitInputs(job.In), log)
 	if err != nil {
 		return err
 	}
@@ -251,6 +258,7 @@ func runExtract(cmd *cobra.Command, fl *extractFlags) error {
 	if err != nil {
 		return fmt.Errorf("no model available: %w", err)
 	}
+	log.Info("loading model", "model", dir)
 	model, tok, err := pipeline.LoadModel(dir)
 	if err != nil {
 		return err
@@ -292,18 +300,7 @@ func runExtract(cmd *cobra.Command, fl *extractFlags) error {
 	log.Info("extract", "task", job.Task, "model", dir, "model_from", source, "shards", len(shards),
 		"rank", place.Rank, "world", place.World, "placement", place.From, "out", job.Out)
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() { // a second signal exits at once: outputs are atomic, a rerun resumes
-		<-ctx.Done()
-		stop()
-		again := make(chan os.Signal, 1)
-		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
-		<-again
-		fmt.Fprintln(os.Stderr, "onecore: second signal, exiting now; rerun the same command to resume")
-		os.Exit(exitInterrupted)
-	}()
-
+	started()
 	sum, runErr := pipeline.Run(ctx, cfg)
 	if sum != nil {
 		if err := printSummary(cmd.OutOrStdout(), fl.summary, sum); err != nil && runErr == nil {
@@ -333,6 +330,62 @@ func runExtract(cmd *cobra.Command, fl *extractFlags) error {
 	}
 	log.Info("done", "summary", sum.String())
 	return nil
+}
+
+// handleSignals installs the SIGINT/SIGTERM handling of extract and
+// returns the run's context, started (to call once the run begins writing)
+// and stop (to call when the command returns).
+//
+// Every signal lands on one channel, registered once for the whole
+// command, so none is lost: re-registering after the first one (as this
+// code once did) left a window of ~10 ms in which a second SIGINT fell to
+// the default action or was dropped. Before started, nothing has been
+// written yet (the inputs are being listed or the model loaded, neither of
+// which can be cancelled midway), so the first signal exits 130 at once
+// with a message; a summary would report nothing. After started, the
+// first signal cancels the context (the run finishes the documents in
+// flight, marks finished shards and exits 130) and the second exits 130
+// at once: outputs are atomic and a rerun resumes.
+func handleSignals(stderr io.Writer) (ctx context.Context, started, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	var running atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-done:
+				return
+			case sig := <-sigs:
+				n++
+				switch {
+				case !running.Load():
+					fmt.Fprintf(stderr, "onecore: %v before the run started (while listing the inputs or loading the model): exiting; nothing was written\n", sig)
+					os.Exit(exitInterrupted)
+				case n == 1:
+					// Said at once: finishing the documents in flight can take
+					// a while, and the user should know a second signal stops
+					// it without that wait.
+					fmt.Fprintf(stderr, "onecore: %v: finishing the documents in flight, then exiting (signal again to exit now)\n", sig)
+					cancel()
+				default:
+					fmt.Fprintln(stderr, "onecore: second signal, exiting now; rerun the same command to resume")
+					os.Exit(exitInterrupted)
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			signal.Stop(sigs)
+			close(done)
+			cancel()
+		})
+	}
+	return ctx, func() { running.Store(true) }, stop
 }
 
 func rejectsWhere(cfg pipeline.Config, sum *pipeline.Summary) string {
