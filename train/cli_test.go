@@ -1,6 +1,7 @@
 package train
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"math"
@@ -90,7 +91,7 @@ func TestCLITrainedCheckpointForward(t *testing.T) {
 	pretrain := func(out string, extra ...string) *exec.Cmd {
 		args := append([]string{"train", "pretrain", "--config", cfgPath, "--data", "/usr/local/go/src/unicode/utf8", "--tokenizer", tok,
 			"--out", out, "--tokens", "6400", "--batch", "2", "--seq-len", "64", "--negatives", "64", "--lr", "3e-3",
-			"--warmup", "5", "--eval-every", "0", "--ckpt-every", "1280", "--generations", "1", "--val-permille", "200", "--val-tokens", "512"}, extra...)
+			"--warmup", "5", "--eval-every", "0", "--ckpt-every", "1280", "--generations", "1", "--val-permille", "200", "--val-tokens", "512", "--workers", "2"}, extra...)
 		return exec.Command(testenv.Binary(t), args...)
 	}
 	if out, err := pretrain(ck).CombinedOutput(); err != nil {
@@ -102,8 +103,9 @@ func TestCLITrainedCheckpointForward(t *testing.T) {
 		}
 	}
 
-	// SIGKILL after the first checkpoint, then --resume: the loss curve is
-	// the uninterrupted one, bit for bit
+	// SIGKILL after the first checkpoint, then --resume (2 workers): the
+	// loss curve and the final weights are the uninterrupted ones, bit for
+	// bit
 	killed := filepath.Join(work, "killed")
 	cmd := pretrain(killed)
 	if err := cmd.Start(); err != nil {
@@ -137,6 +139,9 @@ func TestCLITrainedCheckpointForward(t *testing.T) {
 		if got[s] != want[s] {
 			t.Fatalf("step %d: loss %v after kill+resume, %v uninterrupted", s, got[s], want[s])
 		}
+	}
+	if !bytes.Equal(trainStateBytes(t, killed), trainStateBytes(t, ck)) {
+		t.Fatal("weights after kill -9 + --resume differ from the uninterrupted run")
 	}
 
 	// two documents, the second starting mid-stream

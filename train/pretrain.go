@@ -48,6 +48,13 @@ type PretrainOptions struct {
 	CkptEvery   int64 // tokens; 0 = only at the end
 	LogEvery    int   // steps
 	Generations int   // greedy samples printed per eval
+	// Workers is the number of training threads, each pinned to its own
+	// core (≤ 0: the usable CPUs). Results do not depend on it.
+	Workers int
+	// MicroBatch is the number of rows per micro-batch (≤ 0: 1), the unit
+	// of work of one worker. Results depend on it, not on Workers; each
+	// micro-batch holds a gradient buffer the size of the model.
+	MicroBatch int
 	// StopAfterSteps ends the run early (as if killed) after this many
 	// steps of this invocation, without a final checkpoint: for tests.
 	StopAfterSteps int64
@@ -58,7 +65,11 @@ type PretrainOptions struct {
 
 // fingerprint covers the options a resumed run must share with the original.
 func (o *PretrainOptions) fingerprint() string {
-	b, _ := json.Marshal([]any{o.Config, o.Data, o.TextField, o.Seed, o.InitFrom, o.SeqLen, o.Batch, o.LR, o.MinLR, o.Warmup, o.WeightDecay, o.Clip, o.Negatives, o.AuxCoef, o.ValPermille})
+	fp := []any{o.Config, o.Data, o.TextField, o.Seed, o.InitFrom, o.SeqLen, o.Batch, o.LR, o.MinLR, o.Warmup, o.WeightDecay, o.Clip, o.Negatives, o.AuxCoef, o.ValPermille}
+	if o.MicroBatch > 1 {
+		fp = append(fp, o.MicroBatch) // absent at 1, so runs begun before it existed resume
+	}
+	b, _ := json.Marshal(fp)
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:8])
 }
@@ -129,6 +140,10 @@ func splitLines(b []byte) [][]byte {
 // a checkpoint and can be resumed.
 var ErrInterrupted = errors.New("training interrupted (checkpoint saved; rerun with --resume)")
 
+// ErrInterruptedEarly is returned when the context was cancelled before the
+// run's first checkpoint: nothing was saved, a rerun starts over.
+var ErrInterruptedEarly = errors.New("training interrupted before its first checkpoint (nothing saved; rerun to start over)")
+
 // Pretrain runs sampled-softmax pretraining and writes checkpoints to o.Out.
 func Pretrain(ctx context.Context, o PretrainOptions) error {
 	log := o.Log
@@ -196,8 +211,14 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 		}
 	}
 	opt := NewAdamW(p, o.WeightDecay)
-	m := NewModel(c, p)
-	m.AuxCoef = o.AuxCoef
+	m := NewModel(c, p) // evaluation, on this goroutine
+	mbRows := max(1, o.MicroBatch)
+	nMicro := (o.Batch + mbRows - 1) / mbRows
+	workers := resolveWorkers(o.Workers, nMicro, log)
+	// the balance loss is taken per micro-batch and averaged over them
+	dp := newDataParallel(c, p, workers, o.AuxCoef/float64(nMicro), log)
+	defer dp.close()
+	log.Info("workers", "workers", workers, "micro_batches", nMicro, "rows_per_micro_batch", mbRows)
 	rowTokens := int64(o.SeqLen * o.Batch)
 	totalSteps := max(1, o.Tokens/rowTokens)
 	sched := Schedule{LR: o.LR, MinLR: o.MinLR, Warmup: o.Warmup, Total: totalSteps}
@@ -256,6 +277,11 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 	ids := make([]int32, rowTokens)
 	tg := make([]int32, rowTokens)
 	negs := make([]int32, o.Negatives)
+	mbLoss, mbAux := make([]float64, nMicro), make([]float64, nMicro)
+	mbLoad := make([][][]int, nMicro)
+	for k := range mbLoad {
+		mbLoad[k] = make([][]int, len(c.Layers))
+	}
 	var runSteps int64
 	if st.Step == 0 && o.EvalEvery > 0 {
 		evaluate() // the untrained baseline
@@ -276,17 +302,34 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 		for i := range negs {
 			negs[i] = neg.draw(rng)
 		}
-		p.ZeroGrad()
-		hf := m.Forward(ids, o.SeqLen)
-		loss, _, dhf := SampledSoftmax(m, hf, tg, negs, logq)
-		m.Backward(dhf)
-		gn := GradNorm(p)
+		nTgt := 0
+		for _, y := range tg {
+			if y >= 0 {
+				nTgt++
+			}
+		}
+		dp.micro(nMicro, func(w *dpWorker, k int) {
+			a, b := k*mbRows*o.SeqLen, min((k+1)*mbRows, o.Batch)*o.SeqLen
+			hf := w.m.Forward(ids[a:b], o.SeqLen)
+			l, _, dhf := sampledSoftmax(w.m, hf, tg[a:b], negs, logq, max(nTgt, 1))
+			w.m.Backward(dhf)
+			w.touch(ids[a:b])
+			w.touch(negs)
+			mbLoss[k], mbAux[k] = l, w.m.AuxLoss
+			copy(mbLoad[k], w.m.Load)
+		})
+		loss, aux := 0.0, 0.0
+		for k := range nMicro { // fixed order: the same sums for any --workers
+			loss += mbLoss[k]
+			aux += mbAux[k]
+		}
+		gn := dp.reduce(nMicro)
 		scale := 1.0
 		if o.Clip > 0 && gn > o.Clip {
 			scale = o.Clip / gn
 		}
 		lr := sched.At(st.Step)
-		opt.Update(p, lr, scale)
+		dp.update(opt, lr, scale)
 		st.Step++
 		st.Tokens += rowTokens
 		runSteps++
@@ -295,10 +338,11 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 			return fmt.Errorf("step %d: loss is %v (lower --lr?)", st.Step, loss)
 		}
 		rec := map[string]any{"step": st.Step, "tokens": st.Tokens, "loss": loss, "lr": lr, "grad_norm": gn}
+		stepLoad := sumLoads(mbLoad[:nMicro])
 		if len(c.MoELayers) > 0 {
-			rec["aux"] = m.AuxLoss
+			rec["aux"] = aux
 			load := map[string][]int{}
-			for li, l := range m.Load {
+			for li, l := range stepLoad {
 				if l != nil {
 					load[fmt.Sprint(li)] = l
 				}
@@ -314,7 +358,7 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 				rec["tok_cpu_s"] = float64(tokWin) / cpu
 				attrs = append(attrs, "tok/cpu-s", fmt.Sprintf("%.0f", float64(tokWin)/cpu))
 			}
-			for li, l := range m.Load {
+			for li, l := range stepLoad {
 				if l != nil {
 					attrs = append(attrs, fmt.Sprintf("load%d", li), loadSummary(l))
 				}
@@ -347,6 +391,29 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 	}
 	log.Info("done", "dir", o.Out, "steps", st.Step, "tokens", st.Tokens)
 	return nil
+}
+
+// sumLoads adds the per-layer expert loads of micro-batches (nil for
+// dense layers).
+func sumLoads(mbs [][][]int) [][]int {
+	if len(mbs) == 0 {
+		return nil
+	}
+	out := make([][]int, len(mbs[0]))
+	for _, mb := range mbs {
+		for li, l := range mb {
+			if l == nil {
+				continue
+			}
+			if out[li] == nil {
+				out[li] = make([]int, len(l))
+			}
+			for e, v := range l {
+				out[li][e] += v
+			}
+		}
+	}
+	return out
 }
 
 // loadSummary is "max/min tokens per expert" plus the busiest expert.
