@@ -49,6 +49,8 @@ type ClassifyOptions struct {
 	onStep func()
 
 	Log *slog.Logger
+	// Progress, when set, makes a progress bar of total fine-tuning steps.
+	Progress func(total int64) func(done int64, desc string)
 }
 
 // fingerprint covers the options a resumed run must share with the original.
@@ -111,7 +113,12 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 	}
 	L := len(labels)
 	var trainDocs, valDocs []labeledDoc
-	for _, r := range recs {
+	hs := make([]uint64, len(recs))
+	for i, r := range recs {
+		hs[i] = textHash(r.text)
+	}
+	held := heldOutSplit(hs, o.ValPermille)
+	for i, r := range recs {
 		ids := o.Tokenizer.Encode(r.text)
 		if len(ids) > o.MaxTokens-1 {
 			ids = ids[:o.MaxTokens-1]
@@ -122,7 +129,7 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 			}
 		}
 		d := labeledDoc{append([]int32{bosID}, ids...), index[r.label]}
-		if heldOut(r.text, o.ValPermille) {
+		if held[i] {
 			valDocs = append(valDocs, d)
 		} else {
 			trainDocs = append(trainDocs, d)
@@ -254,6 +261,12 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 		}
 		var mbLoss []float64
 		var runSteps int64
+		pc := newPace(steps)
+		var bar func(int64, string)
+		if o.Progress != nil {
+			bar = o.Progress(steps)
+			bar(st.Step, "")
+		}
 		for st.Step < steps {
 			if ctx.Err() != nil {
 				if err := save(); err != nil {
@@ -308,12 +321,19 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 			if gn > 1 {
 				scale = 1 / gn
 			}
-			dp.update(opt, sched.At(st.Step), scale)
+			lr := sched.At(st.Step)
+			dp.update(opt, lr, scale)
 			st.Step++
 			st.Tokens += int64(n)
 			runSteps++
+			pc.step(int64(n))
 			if st.Step%20 == 0 || st.Step == steps {
-				log.Info("classify finetune", "step", st.Step, "of", steps, "loss", fmt.Sprintf("%.4f", loss), "grad_norm", fmt.Sprintf("%.3g", gn))
+				tps, _ := pc.window()
+				log.Info("classify finetune", "step", fmt.Sprintf("%d/%d", st.Step, steps), "tokens", st.Tokens, "tok/s", fmt.Sprintf("%.0f", tps), "eta", pc.eta(st.Step).String(),
+					"lr", fmt.Sprintf("%.3g", lr), "loss", fmt.Sprintf("%.4f", loss), "grad_norm", fmt.Sprintf("%.3g", gn))
+			}
+			if bar != nil {
+				bar(st.Step, pc.barText(loss, lr))
 			}
 			if o.onStep != nil {
 				o.onStep()

@@ -59,8 +59,10 @@ type PretrainOptions struct {
 	// steps of this invocation, without a final checkpoint: for tests.
 	StopAfterSteps int64
 
-	Log      *slog.Logger
-	Progress func(total int64) func(done int64, desc string) // optional progress bar
+	Log *slog.Logger
+	// Progress, when set, makes a progress bar of total steps (typically
+	// on a terminal); done is the steps done, desc the loss, lr and speed.
+	Progress func(total int64) func(done int64, desc string)
 }
 
 // fingerprint covers the options a resumed run must share with the original.
@@ -175,7 +177,7 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 		return err
 	}
 	if val.Docs() == 0 {
-		log.Warn("no held-out documents: val_flat is unavailable (raise --val-permille)")
+		log.Warn("no held-out documents: val_flat is unavailable (raise --val-permille; a corpus of one document has none)")
 	}
 	log.Info("data", "rejected_rows", rejects, "train_docs", train.Docs(), "train_tokens", len(train.Tokens), "val_docs", val.Docs(), "val_tokens", len(val.Tokens), "secs", time.Since(t0).Seconds())
 	logq := make([]float64, c.VocabSize)
@@ -221,7 +223,7 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 	log.Info("workers", "workers", workers, "micro_batches", nMicro, "rows_per_micro_batch", mbRows)
 	rowTokens := int64(o.SeqLen * o.Batch)
 	totalSteps := max(1, o.Tokens/rowTokens)
-	sched := Schedule{LR: o.LR, MinLR: o.MinLR, Warmup: o.Warmup, Total: totalSteps}
+	sched := Schedule{LR: o.LR, MinLR: o.MinLR, Warmup: capWarmup(o.Warmup, totalSteps, log), Total: totalSteps}
 	packer := &Packer{C: train, RowLen: o.SeqLen, Seed: o.Seed}
 	st := &TrainState{Seed: o.Seed, Options: o.fingerprint()}
 	if o.Resume && statErr != nil {
@@ -256,7 +258,7 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 		vf, n := ValFlat(m, val, o.SeqLen, o.Batch, o.ValTokens)
 		pr := runProbes(m, o.Tokenizer, probeUni, mask, o.Seed)
 		rec := map[string]any{"step": st.Step, "tokens": st.Tokens, "val_flat": vf, "val_tokens": n, "induct": pr.Induct, "shift": pr.Shift, "add": pr.Add}
-		log.Info("eval", "step", st.Step, "val_flat", fmt.Sprintf("%.4f", vf), "val_tokens", n, "induct", pr.Induct, "shift", pr.Shift, "add", pr.Add, "secs", fmt.Sprintf("%.1f", time.Since(te).Seconds()))
+		log.Info("eval", "step", fmt.Sprintf("%d/%d", st.Step, totalSteps), "tokens", st.Tokens, "val_flat", fmt.Sprintf("%.4f", vf), "val_tokens", n, "induct", pr.Induct, "shift", pr.Shift, "add", pr.Add, "secs", fmt.Sprintf("%.1f", time.Since(te).Seconds()))
 		var samples []string
 		for i := 0; i < o.Generations && i < val.Docs(); i++ {
 			doc := val.Doc(i)
@@ -272,7 +274,8 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 
 	var bar func(int64, string)
 	if o.Progress != nil {
-		bar = o.Progress(totalSteps * rowTokens)
+		bar = o.Progress(totalSteps)
+		bar(st.Step, "")
 	}
 	ids := make([]int32, rowTokens)
 	tg := make([]int32, rowTokens)
@@ -286,7 +289,7 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 	if st.Step == 0 && o.EvalEvery > 0 {
 		evaluate() // the untrained baseline
 	}
-	tWin, cpuWin, tokWin := time.Now(), cpuSeconds(), int64(0)
+	pc := newPace(totalSteps)
 	for st.Step < totalSteps {
 		if ctx.Err() != nil {
 			if err := save(); err != nil {
@@ -333,7 +336,7 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 		st.Step++
 		st.Tokens += rowTokens
 		runSteps++
-		tokWin += rowTokens
+		pc.step(rowTokens)
 		if math.IsNaN(loss) || math.IsInf(loss, 0) {
 			return fmt.Errorf("step %d: loss is %v (lower --lr?)", st.Step, loss)
 		}
@@ -350,13 +353,13 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 			rec["expert_load"] = load
 		}
 		if o.LogEvery > 0 && (st.Step%int64(o.LogEvery) == 0 || st.Step == totalSteps) {
-			secs := time.Since(tWin).Seconds()
-			tps := float64(tokWin) / secs
+			tps, tpc := pc.window()
 			rec["tok_s"] = tps
-			attrs := []any{"step", st.Step, "tokens", st.Tokens, "loss", fmt.Sprintf("%.4f", loss), "lr", fmt.Sprintf("%.3g", lr), "grad_norm", fmt.Sprintf("%.3g", gn), "tok/s", fmt.Sprintf("%.0f", tps)}
-			if cpu := cpuSeconds() - cpuWin; cpu > 0 {
-				rec["tok_cpu_s"] = float64(tokWin) / cpu
-				attrs = append(attrs, "tok/cpu-s", fmt.Sprintf("%.0f", float64(tokWin)/cpu))
+			attrs := []any{"step", fmt.Sprintf("%d/%d", st.Step, totalSteps), "tokens", st.Tokens, "tok/s", fmt.Sprintf("%.0f", tps), "eta", pc.eta(st.Step).String(),
+				"lr", fmt.Sprintf("%.3g", lr), "loss", fmt.Sprintf("%.4f", loss), "grad_norm", fmt.Sprintf("%.3g", gn)}
+			if tpc > 0 {
+				rec["tok_cpu_s"] = tpc
+				attrs = append(attrs, "tok/cpu-s", fmt.Sprintf("%.0f", tpc))
 			}
 			for li, l := range stepLoad {
 				if l != nil {
@@ -364,11 +367,10 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 				}
 			}
 			log.Info("train", attrs...)
-			tWin, cpuWin, tokWin = time.Now(), cpuSeconds(), 0
 		}
 		mt.write(rec)
 		if bar != nil {
-			bar(st.Tokens, fmt.Sprintf("loss %.3f", loss))
+			bar(st.Step, pc.barText(loss, lr))
 		}
 		if o.StopAfterSteps > 0 && runSteps >= o.StopAfterSteps {
 			return nil

@@ -6,13 +6,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/onecore-dev/onecore/readers"
 )
@@ -51,7 +49,8 @@ type SFTOptions struct {
 	// steps of this invocation, without a checkpoint: for tests.
 	StopAfterSteps int64
 
-	Log      *slog.Logger
+	Log *slog.Logger
+	// Progress, when set, makes a progress bar of total steps.
 	Progress func(total int64) func(done int64, desc string)
 }
 
@@ -90,12 +89,6 @@ func readRecords(paths []string, fields []string, fn func(vals []string) error) 
 	return rejects, nil
 }
 
-func heldOut(text string, permille int) bool {
-	h := fnv.New64a()
-	io.WriteString(h, text)
-	return h.Sum64()%1000 < uint64(permille)
-}
-
 // sftExample is one tokenized prompt/answer pair.
 type sftExample struct{ prompt, answer []int32 }
 
@@ -118,19 +111,24 @@ func SFT(ctx context.Context, o SFTOptions) error {
 	}
 	train, val := &Corpus{Offs: []int64{0}}, &Corpus{Offs: []int64{0}}
 	var valEx []sftExample
+	var exs []sftExample
+	var hs []uint64
 	rejects, err := readRecords(o.Data, []string{o.PromptField, o.AnswerField}, func(vals []string) error {
 		pr, an := vals[0], vals[1]
-		ex := sftExample{o.Tokenizer.Encode(pr), o.Tokenizer.Encode(an)}
-		dst := train
-		if heldOut(pr+"\x00"+an, o.ValPermille) {
-			dst = val
-			valEx = append(valEx, ex)
-		}
-		dst.addExample(ex)
+		exs = append(exs, sftExample{o.Tokenizer.Encode(pr), o.Tokenizer.Encode(an)})
+		hs = append(hs, textHash(pr+"\x00"+an))
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	for i, held := range heldOutSplit(hs, o.ValPermille) {
+		if held {
+			val.addExample(exs[i])
+			valEx = append(valEx, exs[i])
+		} else {
+			train.addExample(exs[i])
+		}
 	}
 	if train.Docs() == 0 {
 		return fmt.Errorf("data %v: no training records", o.Data)
@@ -172,7 +170,7 @@ func SFT(ctx context.Context, o SFTOptions) error {
 	opt := NewAdamW(p, o.WeightDecay)
 	rowTokens := int64(o.SeqLen * o.Batch)
 	totalSteps := max(1, int64(math.Ceil(o.Epochs*float64(len(train.Tokens))/float64(rowTokens))))
-	sched := Schedule{LR: o.LR, MinLR: o.MinLR, Warmup: o.Warmup, Total: totalSteps}
+	sched := Schedule{LR: o.LR, MinLR: o.MinLR, Warmup: capWarmup(o.Warmup, totalSteps, log), Total: totalSteps}
 	packer := &Packer{C: train, RowLen: o.SeqLen, Seed: o.Seed}
 	st := &TrainState{Seed: o.Seed, Options: o.fingerprint()}
 	if o.Resume && statErr == nil {
@@ -208,6 +206,7 @@ func SFT(ctx context.Context, o SFTOptions) error {
 	var bar func(int64, string)
 	if o.Progress != nil {
 		bar = o.Progress(totalSteps)
+		bar(st.Step, "")
 	}
 	evaluate := func(step int64) {
 		vl, n := ValFlat(m, val, o.SeqLen, o.Batch, 1<<30)
@@ -227,7 +226,7 @@ func SFT(ctx context.Context, o SFTOptions) error {
 				log.Info("sample", "step", step, "prompt", o.Tokenizer.Decode(ex.prompt), "want", o.Tokenizer.Decode(ex.answer), "got", o.Tokenizer.Decode(out))
 			}
 		}
-		attrs := []any{"step", step, "val_loss", fmt.Sprintf("%.4f", vl), "val_tokens", n}
+		attrs := []any{"step", fmt.Sprintf("%d/%d", step, totalSteps), "val_loss", fmt.Sprintf("%.4f", vl), "val_tokens", n}
 		if k > 0 {
 			attrs = append(attrs, "exact", float64(exact)/float64(k), "stopped", float64(stops)/float64(k))
 		}
@@ -236,7 +235,7 @@ func SFT(ctx context.Context, o SFTOptions) error {
 	if st.Step == 0 {
 		evaluate(0)
 	}
-	tWin, tokWin := time.Now(), int64(0)
+	pc := newPace(totalSteps)
 	var runSteps int64
 	for ; st.Step < totalSteps; st.Step++ {
 		if ctx.Err() != nil {
@@ -288,13 +287,14 @@ func SFT(ctx context.Context, o SFTOptions) error {
 		lr := sched.At(st.Step)
 		dp.update(opt, lr, scale)
 		st.Tokens += rowTokens
-		tokWin += rowTokens
+		pc.step(rowTokens)
 		if o.LogEvery > 0 && ((st.Step+1)%int64(o.LogEvery) == 0 || st.Step+1 == totalSteps) {
-			log.Info("sft", "step", st.Step+1, "loss", fmt.Sprintf("%.4f", loss), "lr", fmt.Sprintf("%.3g", lr), "grad_norm", fmt.Sprintf("%.3g", gn), "tok/s", fmt.Sprintf("%.0f", float64(tokWin)/time.Since(tWin).Seconds()))
-			tWin, tokWin = time.Now(), 0
+			tps, _ := pc.window()
+			log.Info("sft", "step", fmt.Sprintf("%d/%d", st.Step+1, totalSteps), "tokens", st.Tokens, "tok/s", fmt.Sprintf("%.0f", tps), "eta", pc.eta(st.Step+1).String(),
+				"lr", fmt.Sprintf("%.3g", lr), "loss", fmt.Sprintf("%.4f", loss), "grad_norm", fmt.Sprintf("%.3g", gn))
 		}
 		if bar != nil {
-			bar(st.Step+1, fmt.Sprintf("loss %.3f", loss))
+			bar(st.Step+1, pc.barText(loss, lr))
 		}
 	}
 	evaluate(totalSteps)

@@ -59,6 +59,7 @@ stop, even SIGKILL, the same command with --resume continues bit for bit
 			o.From, o.Out, o.Data = from, out, data
 			o.Tokenizer, o.TokenizerPath = tok, tokPath
 			o.Log = trainLogger()
+			o.Progress = progressFunc()
 			ctx, stop := signalContext()
 			defer stop()
 			rep, err := train.Classify(ctx, o)

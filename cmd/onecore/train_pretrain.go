@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/schollz/progressbar/v3"
@@ -42,7 +43,32 @@ func loadTokenizer(path string, vocab int) (hfTokenizer, error) {
 	return hfTokenizer{t}, nil
 }
 
-// progressFunc returns a progress-bar factory when stderr is a terminal.
+// trainTerm couples the train commands' log lines with their progress
+// bar on a terminal: a log line clears the bar, is written, and the bar is
+// drawn again below it, so both stay readable.
+type trainTerm struct {
+	mu  sync.Mutex
+	bar *progressbar.ProgressBar
+}
+
+var term0 = &trainTerm{}
+
+func (t *trainTerm) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.bar != nil {
+		t.bar.Clear()
+	}
+	n, err := os.Stderr.Write(p)
+	if t.bar != nil {
+		t.bar.RenderBlank()
+	}
+	return n, err
+}
+
+// progressFunc returns a progress-bar factory when stderr is a terminal
+// (off a terminal the periodic log lines say the same): steps done of the
+// total, the ETA, and the loss, learning rate and tokens/s.
 func progressFunc() func(total int64) func(int64, string) {
 	if !term.IsTerminal(int(os.Stderr.Fd())) {
 		return nil
@@ -50,15 +76,24 @@ func progressFunc() func(total int64) func(int64, string) {
 	return func(total int64) func(int64, string) {
 		bar := progressbar.NewOptions64(total,
 			progressbar.OptionSetWriter(os.Stderr),
-			progressbar.OptionSetDescription("tokens"),
+			progressbar.OptionSetDescription("steps"),
 			progressbar.OptionShowCount(),
-			progressbar.OptionShowIts(),
-			progressbar.OptionSetItsString("tok"),
+			progressbar.OptionSetPredictTime(true),
 			progressbar.OptionThrottle(250e6),
 			progressbar.OptionClearOnFinish())
+		term0.mu.Lock()
+		term0.bar = bar
+		term0.mu.Unlock()
 		return func(done int64, desc string) {
-			bar.Describe(desc)
+			term0.mu.Lock()
+			defer term0.mu.Unlock()
+			if desc != "" {
+				bar.Describe(desc)
+			}
 			bar.Set64(done)
+			if done >= total {
+				term0.bar = nil
+			}
 		}
 	}
 }
@@ -91,7 +126,9 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
-func trainLogger() *slog.Logger { return slog.New(slog.NewTextHandler(os.Stderr, nil)) }
+// trainLogger writes the train commands' log lines to stderr (above the
+// progress bar on a terminal).
+func trainLogger() *slog.Logger { return slog.New(slog.NewTextHandler(term0, nil)) }
 
 func newTrainPretrainCmd() *cobra.Command {
 	var (
