@@ -265,6 +265,21 @@ func (dp *dataParallel) update(opt *AdamW, lr, gradScale float64) {
 	})
 }
 
+// maxMicroBatches is the number of micro-batches per step by default: the
+// most workers a step can use, and the most gradient buffers it holds.
+const maxMicroBatches = 16
+
+// microRows returns the rows per micro-batch: rows if positive, else the
+// fewest that cut batch rows into at most maxMicroBatches micro-batches
+// (1 row for a batch of up to 16). It depends on the batch alone, never on
+// the number of workers.
+func microRows(rows, batch int) int {
+	if rows > 0 {
+		return rows
+	}
+	return max(1, (batch+maxMicroBatches-1)/maxMicroBatches)
+}
+
 // defaultWorkers is the number of CPUs this process may use.
 func defaultWorkers() int { return max(1, len(engine.AllowedCPUs())) }
 

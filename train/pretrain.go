@@ -51,9 +51,10 @@ type PretrainOptions struct {
 	// Workers is the number of training threads, each pinned to its own
 	// core (≤ 0: the usable CPUs). Results do not depend on it.
 	Workers int
-	// MicroBatch is the number of rows per micro-batch (≤ 0: 1), the unit
-	// of work of one worker. Results depend on it, not on Workers; each
-	// micro-batch holds a gradient buffer the size of the model.
+	// MicroBatch is the number of rows per micro-batch, the unit of work
+	// of one worker (≤ 0: Batch/16 rounded up, so at most 16 per step).
+	// Results depend on it, not on Workers; each micro-batch holds a
+	// gradient buffer the size of the model.
 	MicroBatch int
 	// StopAfterSteps ends the run early (as if killed) after this many
 	// steps of this invocation, without a final checkpoint: for tests.
@@ -68,8 +69,8 @@ type PretrainOptions struct {
 // fingerprint covers the options a resumed run must share with the original.
 func (o *PretrainOptions) fingerprint() string {
 	fp := []any{o.Config, o.Data, o.TextField, o.Seed, o.InitFrom, o.SeqLen, o.Batch, o.LR, o.MinLR, o.Warmup, o.WeightDecay, o.Clip, o.Negatives, o.AuxCoef, o.ValPermille}
-	if o.MicroBatch > 1 {
-		fp = append(fp, o.MicroBatch) // absent at 1, so runs begun before it existed resume
+	if mb := microRows(o.MicroBatch, o.Batch); mb > 1 {
+		fp = append(fp, mb) // absent at 1, so runs begun before it existed resume
 	}
 	b, _ := json.Marshal(fp)
 	h := sha256.Sum256(b)
@@ -214,7 +215,7 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 	}
 	opt := NewAdamW(p, o.WeightDecay)
 	m := NewModel(c, p) // evaluation, on this goroutine
-	mbRows := max(1, o.MicroBatch)
+	mbRows := microRows(o.MicroBatch, o.Batch)
 	nMicro := (o.Batch + mbRows - 1) / mbRows
 	workers := resolveWorkers(o.Workers, nMicro, log)
 	// the balance loss is taken per micro-batch and averaged over them

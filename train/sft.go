@@ -37,8 +37,8 @@ type SFTOptions struct {
 	// Workers is the number of training threads, each pinned to its own
 	// core (≤ 0: the usable CPUs). Results do not depend on it.
 	Workers int
-	// MicroBatch is the number of rows per micro-batch (≤ 0: 1); results
-	// depend on it, not on Workers.
+	// MicroBatch is the number of rows per micro-batch (≤ 0: Batch/16
+	// rounded up); results depend on it, not on Workers.
 	MicroBatch int
 	// CkptEvery checkpoints every this many steps (0: only on
 	// interruption and at the end).
@@ -56,7 +56,7 @@ type SFTOptions struct {
 
 // fingerprint covers the options a resumed run must share with the original.
 func (o *SFTOptions) fingerprint() string {
-	b, _ := json.Marshal([]any{o.From, o.Data, o.PromptField, o.AnswerField, o.Epochs, o.SeqLen, o.Batch, o.LR, o.MinLR, o.Warmup, o.WeightDecay, o.Clip, o.Seed, o.ValPermille, max(1, o.MicroBatch)})
+	b, _ := json.Marshal([]any{o.From, o.Data, o.PromptField, o.AnswerField, o.Epochs, o.SeqLen, o.Batch, o.LR, o.MinLR, o.Warmup, o.WeightDecay, o.Clip, o.Seed, o.ValPermille, microRows(o.MicroBatch, o.Batch)})
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:8])
 }
@@ -193,7 +193,7 @@ func SFT(ctx context.Context, o SFTOptions) error {
 		}
 		return saveTrainState(o.Out, p, opt, st)
 	}
-	mbRows := max(1, o.MicroBatch)
+	mbRows := microRows(o.MicroBatch, o.Batch)
 	nMicro := (o.Batch + mbRows - 1) / mbRows
 	workers := resolveWorkers(o.Workers, nMicro, log)
 	dp := newDataParallel(c, p, workers, 0, log)

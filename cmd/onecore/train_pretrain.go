@@ -102,7 +102,8 @@ func progressFunc() func(total int64) func(int64, string) {
 const workersHelp = `
 --workers N runs N training threads, each pinned to its own core (default:
 every core this process may use). Each step's batch is cut into
-micro-batches (--micro-batch rows each; classify: documents up to
+micro-batches (--micro-batch rows each, by default as few as make at
+most 16 micro-batches: 1 row up to --batch 16; classify: documents up to
 --max-tokens), each with its own gradient buffer; the buffers are summed in
 micro-batch order and one AdamW step follows. Results do not depend on
 --workers: 1, 2 or 16 workers give bit-identical weights, and a run may be
@@ -118,7 +119,7 @@ func addWorkersFlag(cmd *cobra.Command, n *int) {
 
 // addMicroBatchFlag registers --micro-batch.
 func addMicroBatchFlag(cmd *cobra.Command, n *int) {
-	cmd.Flags().IntVar(n, "micro-batch", 1, "rows per micro-batch, the unit of work of one worker (results depend on it)")
+	cmd.Flags().IntVar(n, "micro-batch", 0, "rows per micro-batch, the unit of work of one worker (default: batch/16 rounded up; results depend on it)")
 }
 
 // signalContext is cancelled by SIGINT/SIGTERM.
