@@ -2,12 +2,18 @@ package train
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"sort"
+	"sync/atomic"
 )
 
 // ClassifyOptions configures classifier-head training.
@@ -28,8 +34,30 @@ type ClassifyOptions struct {
 	BatchTokens int     // fine-tuning tokens per step
 	WeightDecay float64
 	Seed        uint64
+	// Workers is the number of training threads, each pinned to its own
+	// core (≤ 0: the usable CPUs). Results do not depend on it.
+	Workers int
+	// CkptEvery checkpoints the fine-tuning every this many steps (0: only
+	// at its start, on interruption and at the end).
+	CkptEvery int64
+	// Resume continues the run in Out from its train_state/.
+	Resume bool
+	// StopAfterSteps ends fine-tuning early (as if killed) after this many
+	// steps of this invocation, without a checkpoint: for tests.
+	StopAfterSteps int64
+	// onStep, when set, runs after every fine-tuning step (tests).
+	onStep func()
 
 	Log *slog.Logger
+	// Progress, when set, makes a progress bar of total fine-tuning steps.
+	Progress func(total int64) func(done int64, desc string)
+}
+
+// fingerprint covers the options a resumed run must share with the original.
+func (o *ClassifyOptions) fingerprint() string {
+	b, _ := json.Marshal([]any{o.From, o.Data, o.TextField, o.LabelField, o.MaxTokens, o.ValPermille, o.HeadEpochs, o.HeadLR, o.Finetune, o.Epochs, o.LR, o.BatchTokens, o.WeightDecay, o.Seed})
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:8])
 }
 
 // ClassifyReport is the held-out evaluation of a trained head.
@@ -85,7 +113,12 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 	}
 	L := len(labels)
 	var trainDocs, valDocs []labeledDoc
-	for _, r := range recs {
+	hs := make([]uint64, len(recs))
+	for i, r := range recs {
+		hs[i] = textHash(r.text)
+	}
+	held := heldOutSplit(hs, o.ValPermille)
+	for i, r := range recs {
 		ids := o.Tokenizer.Encode(r.text)
 		if len(ids) > o.MaxTokens-1 {
 			ids = ids[:o.MaxTokens-1]
@@ -96,7 +129,7 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 			}
 		}
 		d := labeledDoc{append([]int32{bosID}, ids...), index[r.label]}
-		if heldOut(r.text, o.ValPermille) {
+		if held[i] {
 			valDocs = append(valDocs, d)
 		} else {
 			trainDocs = append(trainDocs, d)
@@ -111,51 +144,134 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 	for _, s := range ParamSpecs(c, 0) {
 		copy(p.W(s.Name), src.W(s.Name))
 	}
-	m := NewModel(c, p)
 	D := c.DModel
+	statePath := filepath.Join(o.Out, "train_state", "state.json")
+	_, statErr := os.Stat(statePath)
+	if statErr == nil && !o.Resume {
+		return nil, fmt.Errorf("%s holds a run (train_state/); pass --resume to continue it or choose another --out", o.Out)
+	}
+	if o.Resume && statErr != nil {
+		log.Info("no train_state/ in the output directory: starting a new run", "dir", o.Out)
+	}
+	mbTokens := max(1, o.MaxTokens)
+	workers := resolveWorkers(o.Workers, 0, log)
+	dp := newDataParallel(c, p, workers, 0, log)
+	defer dp.close()
+	gen.Labels = labels
 
-	// 1. linear probe: the head on frozen features
-	feats := func(docs []labeledDoc) []float32 {
+	// feats computes every document's mean final-norm output, packs of
+	// documents (up to 8192 tokens) spread over the workers.
+	feats := func(docs []labeledDoc) ([]float32, error) {
 		f := make([]float32, len(docs)*D)
+		var packs [][2]int
 		for i := 0; i < len(docs); {
 			j, n := i, 0
 			for j < len(docs) && (j == i || n+len(docs[j].ids) <= 8192) {
 				n += len(docs[j].ids)
 				j++
 			}
-			ids := make([]int32, 0, n)
-			for _, d := range docs[i:j] {
-				ids = append(ids, d.ids...)
-			}
-			hf := m.Forward(ids, 0)
-			off := 0
-			for k, d := range docs[i:j] {
-				meanRows(hf[off*D:(off+len(d.ids))*D], D, f[(i+k)*D:(i+k+1)*D])
-				off += len(d.ids)
-			}
+			packs = append(packs, [2]int{i, j})
 			i = j
 		}
-		return f
+		var next atomic.Int64
+		dp.all(func(w *dpWorker) {
+			w.m.reusePacks = false
+			for ctx.Err() == nil {
+				pk := int(next.Add(1) - 1)
+				if pk >= len(packs) {
+					return
+				}
+				i, j := packs[pk][0], packs[pk][1]
+				var ids []int32
+				for _, d := range docs[i:j] {
+					ids = append(ids, d.ids...)
+				}
+				hf := w.m.Forward(ids, 0)
+				w.m.reusePacks = true
+				off := 0
+				for k, d := range docs[i:j] {
+					meanRows(hf[off*D:(off+len(d.ids))*D], D, f[(i+k)*D:(i+k+1)*D])
+					off += len(d.ids)
+				}
+			}
+		})
+		if ctx.Err() != nil {
+			return nil, ErrInterruptedEarly
+		}
+		return f, nil
 	}
-	trF, vaF := feats(trainDocs), feats(valDocs)
-	trainHead(p, trF, trainDocs, L, o.HeadEpochs, o.HeadLR, o.WeightDecay)
-	rep := evalHead(p, vaF, valDocs, L)
-	log.Info("head (frozen body)", "accuracy", fmt.Sprintf("%.4f", rep.Accuracy), "macro_f1", fmt.Sprintf("%.4f", rep.MacroF1), "val_docs", rep.N)
+
+	var opt *AdamW
+	st := &TrainState{Seed: o.Seed, Options: o.fingerprint()}
+	var rep *ClassifyReport
+	if o.Resume && statErr == nil {
+		// the head fit is in the saved master weights
+		opt = NewAdamW(p, o.WeightDecay)
+		var err error
+		if st, err = loadTrainState(o.Out, p, opt); err != nil {
+			return nil, fmt.Errorf("resume: %w", err)
+		}
+		if st.Options != o.fingerprint() {
+			return nil, fmt.Errorf("resume: %s was written with different options (fingerprint %s, now %s); use the same flags", statePath, st.Options, o.fingerprint())
+		}
+		log.Info("resumed", "step", st.Step)
+	} else {
+		// 1. linear probe: the head on frozen features
+		trF, err := feats(trainDocs)
+		if err != nil {
+			return nil, err
+		}
+		vaF, err := feats(valDocs)
+		if err != nil {
+			return nil, err
+		}
+		trainHead(p, trF, trainDocs, L, o.HeadEpochs, o.HeadLR, o.WeightDecay)
+		rep = evalHead(p, vaF, valDocs, L)
+		log.Info("head (frozen body)", "accuracy", fmt.Sprintf("%.4f", rep.Accuracy), "macro_f1", fmt.Sprintf("%.4f", rep.MacroF1), "val_docs", rep.N)
+		opt = NewAdamW(p, o.WeightDecay)
+	}
+	save := func() error {
+		if err := SaveCheckpoint(o.Out, c, p, gen, o.TokenizerPath); err != nil {
+			return err
+		}
+		return saveTrainState(o.Out, p, opt, st)
+	}
 
 	// 2. optional fine-tuning of body and head
 	if o.Finetune && o.Epochs > 0 {
-		opt := NewAdamW(p, o.WeightDecay)
-		rng := rand.New(rand.NewPCG(o.Seed, 0x636c73))
 		total := 0
 		for _, d := range trainDocs {
 			total += len(d.ids)
 		}
 		steps := max(1, int64(o.Epochs*float64(total)/float64(o.BatchTokens)))
 		sched := Schedule{LR: o.LR, MinLR: o.LR / 10, Warmup: steps / 10, Total: steps}
+		// the document order: permutations drawn in turn from one stream;
+		// the cursor counts those drawn after the first (Epoch) and the
+		// position in the current one (Pos)
+		rng := rand.New(rand.NewPCG(o.Seed, 0x636c73))
 		order := rng.Perm(len(trainDocs))
-		pos := 0
-		for step := int64(0); step < steps; step++ {
+		for range st.Cursor.Epoch {
+			order = rng.Perm(len(trainDocs))
+		}
+		pos := st.Cursor.Pos
+		if st.Step == 0 {
+			if err := save(); err != nil { // the head fit is not redone on resume
+				return nil, err
+			}
+		}
+		var mbLoss []float64
+		var runSteps int64
+		pc := newPace(steps)
+		var bar func(int64, string)
+		if o.Progress != nil {
+			bar = o.Progress(steps)
+			bar(st.Step, "")
+		}
+		for st.Step < steps {
 			if ctx.Err() != nil {
+				if err := save(); err != nil {
+					return nil, err
+				}
 				return nil, ErrInterrupted
 			}
 			var batch []labeledDoc
@@ -163,38 +279,92 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 			for n < o.BatchTokens {
 				if pos == len(order) {
 					order, pos = rng.Perm(len(trainDocs)), 0
+					st.Cursor.Epoch++
 				}
 				d := trainDocs[order[pos]]
 				pos++
 				batch = append(batch, d)
 				n += len(d.ids)
 			}
-			ids := make([]int32, 0, n)
-			for _, d := range batch {
-				ids = append(ids, d.ids...)
+			st.Cursor.Pos = pos
+			// micro-batches: consecutive documents up to --max-tokens
+			// tokens each, fixed by the batch alone
+			var mbs [][2]int
+			for i := 0; i < len(batch); {
+				j, t := i, 0
+				for j < len(batch) && (j == i || t+len(batch[j].ids) <= mbTokens) {
+					t += len(batch[j].ids)
+					j++
+				}
+				mbs = append(mbs, [2]int{i, j})
+				i = j
 			}
-			p.ZeroGrad()
-			hf := m.Forward(ids, 0)
-			loss, dhf := headLoss(p, hf, batch, L)
-			m.Backward(dhf)
-			gn := GradNorm(p)
+			mbLoss = append(mbLoss[:0], make([]float64, len(mbs))...)
+			dp.micro(len(mbs), func(w *dpWorker, k int) {
+				docs := batch[mbs[k][0]:mbs[k][1]]
+				var ids []int32
+				for _, d := range docs {
+					ids = append(ids, d.ids...)
+				}
+				hf := w.m.Forward(ids, 0)
+				l, dhf := headLoss(w.p, hf, docs, L, len(batch))
+				w.m.Backward(dhf)
+				w.touch(ids)
+				mbLoss[k] = l
+			})
+			var loss float64
+			for _, l := range mbLoss {
+				loss += l
+			}
+			gn := dp.reduce(len(mbs))
 			scale := 1.0
 			if gn > 1 {
 				scale = 1 / gn
 			}
-			opt.Update(p, sched.At(step), scale)
-			if (step+1)%20 == 0 || step+1 == steps {
-				log.Info("classify finetune", "step", step+1, "of", steps, "loss", fmt.Sprintf("%.4f", loss), "grad_norm", fmt.Sprintf("%.3g", gn))
+			lr := sched.At(st.Step)
+			dp.update(opt, lr, scale)
+			st.Step++
+			st.Tokens += int64(n)
+			runSteps++
+			pc.step(int64(n))
+			if st.Step%20 == 0 || st.Step == steps {
+				tps, _ := pc.window()
+				log.Info("classify finetune", "step", fmt.Sprintf("%d/%d", st.Step, steps), "tokens", st.Tokens, "tok/s", fmt.Sprintf("%.0f", tps), "eta", pc.eta(st.Step).String(),
+					"lr", fmt.Sprintf("%.3g", lr), "loss", fmt.Sprintf("%.4f", loss), "grad_norm", fmt.Sprintf("%.3g", gn))
+			}
+			if bar != nil {
+				bar(st.Step, pc.barText(loss, lr))
+			}
+			if o.onStep != nil {
+				o.onStep()
+			}
+			if o.StopAfterSteps > 0 && runSteps >= o.StopAfterSteps {
+				return nil, nil
+			}
+			if o.CkptEvery > 0 && st.Step%o.CkptEvery == 0 && st.Step < steps {
+				if err := save(); err != nil {
+					return nil, err
+				}
+				log.Info("checkpoint", "dir", o.Out, "step", st.Step)
 			}
 		}
-		rep = evalHead(p, feats(valDocs), valDocs, L)
+		vaF, err := feats(valDocs)
+		if err != nil {
+			return nil, err
+		}
+		rep = evalHead(p, vaF, valDocs, L)
 		log.Info("head (fine-tuned body)", "accuracy", fmt.Sprintf("%.4f", rep.Accuracy), "macro_f1", fmt.Sprintf("%.4f", rep.MacroF1), "val_docs", rep.N)
+	} else if rep == nil {
+		vaF, err := feats(valDocs)
+		if err != nil {
+			return nil, err
+		}
+		rep = evalHead(p, vaF, valDocs, L)
 	}
 	for i, l := range labels {
 		log.Info("label", "label", l, "f1", fmt.Sprintf("%.4f", rep.PerLabelF1[i]))
 	}
-	gen.Labels = labels
-	if err := SaveCheckpoint(o.Out, c, p, gen, o.TokenizerPath); err != nil {
+	if err := save(); err != nil {
 		return nil, err
 	}
 	return rep, nil
@@ -281,8 +451,9 @@ func trainHead(p *Params[float32], feats []float32, docs []labeledDoc, L, epochs
 
 // headLoss is the mean head cross-entropy of a packed batch and its
 // gradient with respect to every position's final-norm output; head
-// gradients go to p.Grad.
-func headLoss[T Float](p *Params[T], hf []T, batch []labeledDoc, L int) (float64, []T) {
+// gradients go to p.Grad. With norm > 0 the mean is over norm documents
+// (the batch is one micro-batch of a larger one).
+func headLoss[T Float](p *Params[T], hf []T, batch []labeledDoc, L, norm int) (float64, []T) {
 	D := len(hf) / lenIDs(batch)
 	w, b := p.W("head.cls.w"), p.W("head.cls.b")
 	gw, gb := p.G("head.cls.w"), p.G("head.cls.b")
@@ -291,6 +462,9 @@ func headLoss[T Float](p *Params[T], hf []T, batch []labeledDoc, L int) (float64
 	logits := make([]float64, L)
 	var loss float64
 	inv := 1 / float64(len(batch))
+	if norm > 0 {
+		inv = 1 / float64(norm)
+	}
 	off := 0
 	for _, d := range batch {
 		n := len(d.ids)

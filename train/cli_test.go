@@ -1,8 +1,10 @@
 package train
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -90,7 +92,7 @@ func TestCLITrainedCheckpointForward(t *testing.T) {
 	pretrain := func(out string, extra ...string) *exec.Cmd {
 		args := append([]string{"train", "pretrain", "--config", cfgPath, "--data", "/usr/local/go/src/unicode/utf8", "--tokenizer", tok,
 			"--out", out, "--tokens", "6400", "--batch", "2", "--seq-len", "64", "--negatives", "64", "--lr", "3e-3",
-			"--warmup", "5", "--eval-every", "0", "--ckpt-every", "1280", "--generations", "1", "--val-permille", "200", "--val-tokens", "512"}, extra...)
+			"--warmup", "5", "--eval-every", "0", "--ckpt-every", "1280", "--generations", "1", "--val-permille", "200", "--val-tokens", "512", "--workers", "2"}, extra...)
 		return exec.Command(testenv.Binary(t), args...)
 	}
 	if out, err := pretrain(ck).CombinedOutput(); err != nil {
@@ -102,8 +104,9 @@ func TestCLITrainedCheckpointForward(t *testing.T) {
 		}
 	}
 
-	// SIGKILL after the first checkpoint, then --resume: the loss curve is
-	// the uninterrupted one, bit for bit
+	// SIGKILL after the first checkpoint, then --resume (2 workers): the
+	// loss curve and the final weights are the uninterrupted ones, bit for
+	// bit
 	killed := filepath.Join(work, "killed")
 	cmd := pretrain(killed)
 	if err := cmd.Start(); err != nil {
@@ -137,6 +140,9 @@ func TestCLITrainedCheckpointForward(t *testing.T) {
 		if got[s] != want[s] {
 			t.Fatalf("step %d: loss %v after kill+resume, %v uninterrupted", s, got[s], want[s])
 		}
+	}
+	if !bytes.Equal(trainStateBytes(t, killed), trainStateBytes(t, ck)) {
+		t.Fatal("weights after kill -9 + --resume differ from the uninterrupted run")
 	}
 
 	// two documents, the second starting mid-stream
@@ -205,5 +211,80 @@ func TestCLITrainedCheckpointForward(t *testing.T) {
 	}
 	if _, _, gen, err := LoadCheckpoint(filepath.Join(work, "cls")); err != nil || len(gen.Labels) != 2 {
 		t.Errorf("classifier checkpoint: %v, labels %v", err, gen)
+	}
+}
+
+// TestCLIPosttrainInterruptResume: `train classify --finetune` killed with
+// SIGKILL after a checkpoint, and `train sft` stopped with SIGINT (exit
+// 130, checkpoint saved), each continued with --resume (2 workers), end
+// with the uninterrupted runs' weights and moments, bit for bit.
+func TestCLIPosttrainInterruptResume(t *testing.T) {
+	from := t.TempDir()
+	c := smallConfig()
+	p := NewParams[float32](ParamSpecs(c, 0))
+	p.Init(c, 5)
+	if err := SaveCheckpoint(from, c, p, &Generation{StopIDs: []int32{eosID}}, byteLevelTokenizerJSON(t)); err != nil {
+		t.Fatal(err)
+	}
+	var recs []map[string]string
+	for i := 0; i < 200; i++ {
+		label := []string{"x", "y"}[i%2]
+		recs = append(recs, map[string]string{"text": strings.Repeat(label+" q ", 2+i%9) + fmt.Sprint(i), "label": label,
+			"prompt": fmt.Sprintf("say %c (%d):", 'a'+i%5, i), "answer": strings.Repeat(string(rune('a'+i%5)), 3)})
+	}
+	data := writeJSONL(t, recs)
+	work := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		sig  os.Signal
+		args []string
+	}{
+		{"classify", os.Kill, []string{"train", "classify", "--from", from, "--data", data, "--label-field", "label", "--head-steps", "10",
+			"--finetune", "--epochs", "8", "--batch-tokens", "256", "--max-tokens", "64", "--ckpt-every", "3", "--workers", "2"}},
+		{"sft", os.Interrupt, []string{"train", "sft", "--from", from, "--data", data, "--epochs", "5", "--batch", "3", "--seq-len", "64",
+			"--samples", "1", "--ckpt-every", "3", "--workers", "2"}},
+	} {
+		cmd := func(out string, extra ...string) *exec.Cmd {
+			return exec.Command(testenv.Binary(t), append(append(tc.args, "--out", out), extra...)...)
+		}
+		full := filepath.Join(work, tc.name+"-full")
+		if out, err := cmd(full).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", tc.name, err, out)
+		}
+		stopped := filepath.Join(work, tc.name+"-stopped")
+		x := cmd(stopped)
+		var log strings.Builder
+		x.Stdout, x.Stderr = &log, &log
+		if err := x.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			b, err := os.ReadFile(filepath.Join(stopped, "train_state", "state.json"))
+			if err == nil && strings.Contains(string(b), `"step": 6`) {
+				break
+			}
+			if time.Now().After(deadline) {
+				x.Process.Kill()
+				t.Fatalf("%s: no checkpoint at step 6 within 2 minutes", tc.name)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		x.Process.Signal(tc.sig)
+		err := x.Wait()
+		if tc.sig == os.Interrupt {
+			if x.ProcessState.ExitCode() != 130 || !strings.Contains(log.String(), "checkpoint saved") {
+				t.Fatalf("%s after SIGINT: %v, want exit 130 and \"checkpoint saved\"\n%s", tc.name, err, log.String())
+			}
+		}
+		if bytes.Equal(trainStateBytes(t, stopped), trainStateBytes(t, full)) {
+			t.Fatalf("%s: the run finished before it could be stopped", tc.name)
+		}
+		if out, err := cmd(stopped, "--resume", "--workers", "1").CombinedOutput(); err != nil {
+			t.Fatalf("%s --resume: %v\n%s", tc.name, err, out)
+		}
+		if !bytes.Equal(trainStateBytes(t, stopped), trainStateBytes(t, full)) {
+			t.Errorf("%s: weights after the stop and --resume differ from the uninterrupted run", tc.name)
+		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"io/fs"
 	"math/rand/v2"
@@ -161,13 +160,31 @@ func (c *Corpus) add(ids []int32) {
 	c.Offs = append(c.Offs, int64(len(c.Tokens)))
 }
 
+// remove deletes document i.
+func (c *Corpus) remove(i int) {
+	a, b := c.Offs[i], c.Offs[i+1]
+	c.Tokens = append(c.Tokens[:a], c.Tokens[b:]...)
+	if c.Learn != nil {
+		c.Learn = append(c.Learn[:a], c.Learn[b:]...)
+	}
+	offs := c.Offs[:i+1]
+	for _, o := range c.Offs[i+2:] {
+		offs = append(offs, o-(b-a))
+	}
+	c.Offs = offs
+}
+
 // LoadCorpus reads and tokenizes every document (rejects counts malformed
-// rows skipped), sending about
-// valPermille/1000 of them (chosen by a hash of the text, so the split does
-// not depend on file order or seed) to the held-out split.
+// rows skipped), sending about valPermille/1000 of them (chosen by a hash
+// of the text, so the split does not depend on file order or seed) to the
+// held-out split, and at least one when there are two or more documents
+// and valPermille > 0 (the one whose hash is the smallest mod 1000).
 func LoadCorpus(paths []string, textField string, tok Tokenizer, valPermille int) (train, val *Corpus, rejects int, err error) {
 	train, val = &Corpus{Offs: []int64{0}}, &Corpus{Offs: []int64{0}}
 	var batch []string
+	// the training document that would be held out first: moved to the
+	// held-out split if nothing else is (a small corpus)
+	best, bestHash := -1, uint64(0)
 	flush := func() {
 		var ids [][]int32
 		if be, ok := tok.(BatchEncoder); ok {
@@ -178,13 +195,15 @@ func LoadCorpus(paths []string, textField string, tok Tokenizer, valPermille int
 			}
 		}
 		for i, text := range batch {
-			h := fnv.New64a()
-			h.Write([]byte(text))
-			if h.Sum64()%1000 < uint64(valPermille) {
+			h := textHash(text)
+			if h%1000 < uint64(valPermille) {
 				val.add(ids[i])
-			} else {
-				train.add(ids[i])
+				continue
 			}
+			if best < 0 || h%1000 < bestHash%1000 || (h%1000 == bestHash%1000 && h < bestHash) {
+				best, bestHash = train.Docs(), h
+			}
+			train.add(ids[i])
 		}
 		batch = batch[:0]
 	}
@@ -196,6 +215,10 @@ func LoadCorpus(paths []string, textField string, tok Tokenizer, valPermille int
 		return nil
 	})
 	flush()
+	if val.Docs() == 0 && valPermille > 0 && train.Docs() >= 2 {
+		val.add(train.Doc(best)[1 : len(train.Doc(best))-1])
+		train.remove(best)
+	}
 	if err == nil && train.Docs() == 0 {
 		err = fmt.Errorf("data: no training documents in %v", paths)
 	}

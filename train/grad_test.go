@@ -149,7 +149,7 @@ func TestGradClassifierHead(t *testing.T) {
 	}
 	checkGrads(t, p, func(grad bool) float64 {
 		hf := m.Forward(ids, 0)
-		l, dhf := headLoss(p, hf, batch, 3)
+		l, dhf := headLoss(p, hf, batch, 3, 0)
 		if grad {
 			m.Backward(dhf)
 		}

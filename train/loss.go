@@ -12,6 +12,12 @@ import (
 // It also returns the number of valid targets. Rows are processed in chunks
 // so memory stays bounded for large vocabularies.
 func FullCE[T Float](m *Model[T], hf []T, targets []int32, grad bool) (loss float64, n int, dhf []T) {
+	return fullCE(m, hf, targets, grad, 0)
+}
+
+// fullCE is FullCE normalised by norm targets instead of its own count
+// when norm > 0: a micro-batch's share of a whole batch's mean.
+func fullCE[T Float](m *Model[T], hf []T, targets []int32, grad bool, norm int) (loss float64, n int, dhf []T) {
 	D, V := m.Cfg.DModel, m.Cfg.VocabSize
 	var rows []int // positions with a target: only those need logits
 	for t, y := range targets {
@@ -25,6 +31,10 @@ func FullCE[T Float](m *Model[T], hf []T, targets []int32, grad bool) (loss floa
 	}
 	if n == 0 {
 		return 0, 0, dhf
+	}
+	div := n
+	if norm > 0 {
+		div = norm
 	}
 	emb := m.P.W("emb")
 	const chunk = 64
@@ -53,9 +63,9 @@ func FullCE[T Float](m *Model[T], hf []T, targets []int32, grad bool) (loss floa
 			loss += lse - float64(l[y])
 			if grad {
 				for i, v := range l {
-					l[i] = T(math.Exp(float64(v)-lse) / float64(n))
+					l[i] = T(math.Exp(float64(v)-lse) / float64(div))
 				}
-				l[y] -= T(1 / float64(n))
+				l[y] -= T(1 / float64(div))
 			}
 		}
 		if grad {
@@ -66,7 +76,7 @@ func FullCE[T Float](m *Model[T], hf []T, targets []int32, grad bool) (loss floa
 			gemm(m.ws, V, k, D, logits[:k*V], true, h[:k*D], false, m.P.G("emb"), true)
 		}
 	}
-	return loss / float64(n), n, dhf
+	return loss / float64(div), n, dhf
 }
 
 // SampledSoftmax is the pretraining objective: for each valid target y_t a
@@ -76,6 +86,12 @@ func FullCE[T Float](m *Model[T], hf []T, targets []int32, grad bool) (loss floa
 // to the target is masked out. logq[c] = log q_c. It returns the mean loss,
 // the number of valid targets and dL/dhf, and adds dL/dE to the emb gradient.
 func SampledSoftmax[T Float](m *Model[T], hf []T, targets []int32, negs []int32, logq []float64) (loss float64, n int, dhf []T) {
+	return sampledSoftmax(m, hf, targets, negs, logq, 0)
+}
+
+// sampledSoftmax is SampledSoftmax normalised by norm targets instead of
+// its own count when norm > 0: a micro-batch's share of a batch's mean.
+func sampledSoftmax[T Float](m *Model[T], hf []T, targets []int32, negs []int32, logq []float64, norm int) (loss float64, n int, dhf []T) {
 	D := m.Cfg.DModel
 	N, S := len(targets), len(negs)
 	emb, demb := m.P.W("emb"), m.P.G("emb")
@@ -106,6 +122,9 @@ func SampledSoftmax[T Float](m *Model[T], hf []T, targets []int32, negs []int32,
 	d0s := m.bufRaw("sc.d0", N)
 	gemm(m.ws, N, D, S, hf, false, eneg, true, sc, false)
 	invn := 1 / float64(n)
+	if norm > 0 {
+		invn = 1 / float64(norm)
+	}
 	for t, y := range targets {
 		row := sc[t*S : (t+1)*S]
 		if y < 0 {

@@ -44,6 +44,10 @@ type Model[T Float] struct {
 	dh     []T
 
 	scratch map[string][]T
+	// reusePacks: the weights have not changed since the last Forward, so
+	// its bf16 weight packs are still valid (the data-parallel trainer sets
+	// it for a worker's later micro-batches within one step).
+	reusePacks bool
 
 	// AuxLoss is the load-balancing loss of the last Forward (already
 	// multiplied by AuxCoef), summed over MoE layers.
@@ -129,7 +133,7 @@ func (m *Model[T]) Forward(ids []int32, rowLen int) []T {
 	}
 	m.n = N
 	m.ids = ids
-	if m.f32 != nil {
+	if m.f32 != nil && !m.reusePacks {
 		m.f32.gen++
 	}
 	if cap(m.start) < N {

@@ -34,13 +34,7 @@ func NewAdamW(p *Params[float32], weightDecay float64) *AdamW {
 // Update applies one step with learning rate lr to p using p.Grad scaled
 // by gradScale (gradient clipping), one SIMD pass per tensor.
 func (o *AdamW) Update(p *Params[float32], lr, gradScale float64) {
-	o.Step++
-	b1, b2 := float32(o.Beta1), float32(o.Beta2)
-	c1 := 1 - math.Pow(o.Beta1, float64(o.Step))
-	c2 := 1 - math.Pow(o.Beta2, float64(o.Step))
-	k := amx.AdamWConsts{GradScale: float32(gradScale), Beta1: b1, Beta2: b2, OneMinusB1: 1 - b1, OneMinusB2: 1 - b2,
-		InvC2: float32(1 / c2), Eps: float32(o.Eps), StepSize: float32(lr / c1)}
-	wd := float32(1 - lr*o.WeightDecay)
+	k, wd := o.begin(lr, gradScale)
 	for _, t := range o.tensors {
 		k.Decay = 1
 		if t.decay {
@@ -51,13 +45,26 @@ func (o *AdamW) Update(p *Params[float32], lr, gradScale float64) {
 	}
 }
 
+// begin counts a step and returns its constants (Decay unset) and the
+// decay factor of decayed tensors: the serial part of Update, shared with
+// the data-parallel update.
+func (o *AdamW) begin(lr, gradScale float64) (amx.AdamWConsts, float32) {
+	o.Step++
+	b1, b2 := float32(o.Beta1), float32(o.Beta2)
+	c1 := 1 - math.Pow(o.Beta1, float64(o.Step))
+	c2 := 1 - math.Pow(o.Beta2, float64(o.Step))
+	k := amx.AdamWConsts{GradScale: float32(gradScale), Beta1: b1, Beta2: b2, OneMinusB1: 1 - b1, OneMinusB2: 1 - b2,
+		InvC2: float32(1 / c2), Eps: float32(o.Eps), StepSize: float32(lr / c1)}
+	return k, float32(1 - lr*o.WeightDecay)
+}
+
 // GradNorm is the global L2 norm of p.Grad: SIMD fp32 sums of squares
 // over blocks of 1024, accumulated in float64 (a block's fp32 sum is
 // accurate to ~1e-7 relative, far below what clipping needs).
 func GradNorm(p *Params[float32]) float64 {
 	var s float64
 	for g := p.Grad; len(g) > 0; {
-		b := g[:min(len(g), 1024)]
+		b := g[:min(len(g), gradBlock)]
 		s += float64(amx.Dot(b, b))
 		g = g[len(b):]
 	}

@@ -48,17 +48,31 @@ type PretrainOptions struct {
 	CkptEvery   int64 // tokens; 0 = only at the end
 	LogEvery    int   // steps
 	Generations int   // greedy samples printed per eval
+	// Workers is the number of training threads, each pinned to its own
+	// core (≤ 0: the usable CPUs). Results do not depend on it.
+	Workers int
+	// MicroBatch is the number of rows per micro-batch, the unit of work
+	// of one worker (≤ 0: Batch/16 rounded up, so at most 16 per step).
+	// Results depend on it, not on Workers; each micro-batch holds a
+	// gradient buffer the size of the model.
+	MicroBatch int
 	// StopAfterSteps ends the run early (as if killed) after this many
 	// steps of this invocation, without a final checkpoint: for tests.
 	StopAfterSteps int64
 
-	Log      *slog.Logger
-	Progress func(total int64) func(done int64, desc string) // optional progress bar
+	Log *slog.Logger
+	// Progress, when set, makes a progress bar of total steps (typically
+	// on a terminal); done is the steps done, desc the loss, lr and speed.
+	Progress func(total int64) func(done int64, desc string)
 }
 
 // fingerprint covers the options a resumed run must share with the original.
 func (o *PretrainOptions) fingerprint() string {
-	b, _ := json.Marshal([]any{o.Config, o.Data, o.TextField, o.Seed, o.InitFrom, o.SeqLen, o.Batch, o.LR, o.MinLR, o.Warmup, o.WeightDecay, o.Clip, o.Negatives, o.AuxCoef, o.ValPermille})
+	fp := []any{o.Config, o.Data, o.TextField, o.Seed, o.InitFrom, o.SeqLen, o.Batch, o.LR, o.MinLR, o.Warmup, o.WeightDecay, o.Clip, o.Negatives, o.AuxCoef, o.ValPermille}
+	if mb := microRows(o.MicroBatch, o.Batch); mb > 1 {
+		fp = append(fp, mb) // absent at 1, so runs begun before it existed resume
+	}
+	b, _ := json.Marshal(fp)
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:8])
 }
@@ -129,6 +143,10 @@ func splitLines(b []byte) [][]byte {
 // a checkpoint and can be resumed.
 var ErrInterrupted = errors.New("training interrupted (checkpoint saved; rerun with --resume)")
 
+// ErrInterruptedEarly is returned when the context was cancelled before the
+// run's first checkpoint: nothing was saved, a rerun starts over.
+var ErrInterruptedEarly = errors.New("training interrupted before its first checkpoint (nothing saved; rerun to start over)")
+
 // Pretrain runs sampled-softmax pretraining and writes checkpoints to o.Out.
 func Pretrain(ctx context.Context, o PretrainOptions) error {
 	log := o.Log
@@ -160,7 +178,7 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 		return err
 	}
 	if val.Docs() == 0 {
-		log.Warn("no held-out documents: val_flat is unavailable (raise --val-permille)")
+		log.Warn("no held-out documents: val_flat is unavailable (raise --val-permille; a corpus of one document has none)")
 	}
 	log.Info("data", "rejected_rows", rejects, "train_docs", train.Docs(), "train_tokens", len(train.Tokens), "val_docs", val.Docs(), "val_tokens", len(val.Tokens), "secs", time.Since(t0).Seconds())
 	logq := make([]float64, c.VocabSize)
@@ -196,11 +214,17 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 		}
 	}
 	opt := NewAdamW(p, o.WeightDecay)
-	m := NewModel(c, p)
-	m.AuxCoef = o.AuxCoef
+	m := NewModel(c, p) // evaluation, on this goroutine
+	mbRows := microRows(o.MicroBatch, o.Batch)
+	nMicro := (o.Batch + mbRows - 1) / mbRows
+	workers := resolveWorkers(o.Workers, nMicro, log)
+	// the balance loss is taken per micro-batch and averaged over them
+	dp := newDataParallel(c, p, workers, o.AuxCoef/float64(nMicro), log)
+	defer dp.close()
+	log.Info("workers", "workers", workers, "micro_batches", nMicro, "rows_per_micro_batch", mbRows)
 	rowTokens := int64(o.SeqLen * o.Batch)
 	totalSteps := max(1, o.Tokens/rowTokens)
-	sched := Schedule{LR: o.LR, MinLR: o.MinLR, Warmup: o.Warmup, Total: totalSteps}
+	sched := Schedule{LR: o.LR, MinLR: o.MinLR, Warmup: capWarmup(o.Warmup, totalSteps, log), Total: totalSteps}
 	packer := &Packer{C: train, RowLen: o.SeqLen, Seed: o.Seed}
 	st := &TrainState{Seed: o.Seed, Options: o.fingerprint()}
 	if o.Resume && statErr != nil {
@@ -235,7 +259,7 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 		vf, n := ValFlat(m, val, o.SeqLen, o.Batch, o.ValTokens)
 		pr := runProbes(m, o.Tokenizer, probeUni, mask, o.Seed)
 		rec := map[string]any{"step": st.Step, "tokens": st.Tokens, "val_flat": vf, "val_tokens": n, "induct": pr.Induct, "shift": pr.Shift, "add": pr.Add}
-		log.Info("eval", "step", st.Step, "val_flat", fmt.Sprintf("%.4f", vf), "val_tokens", n, "induct", pr.Induct, "shift", pr.Shift, "add", pr.Add, "secs", fmt.Sprintf("%.1f", time.Since(te).Seconds()))
+		log.Info("eval", "step", fmt.Sprintf("%d/%d", st.Step, totalSteps), "tokens", st.Tokens, "val_flat", fmt.Sprintf("%.4f", vf), "val_tokens", n, "induct", pr.Induct, "shift", pr.Shift, "add", pr.Add, "secs", fmt.Sprintf("%.1f", time.Since(te).Seconds()))
 		var samples []string
 		for i := 0; i < o.Generations && i < val.Docs(); i++ {
 			doc := val.Doc(i)
@@ -251,16 +275,22 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 
 	var bar func(int64, string)
 	if o.Progress != nil {
-		bar = o.Progress(totalSteps * rowTokens)
+		bar = o.Progress(totalSteps)
+		bar(st.Step, "")
 	}
 	ids := make([]int32, rowTokens)
 	tg := make([]int32, rowTokens)
 	negs := make([]int32, o.Negatives)
+	mbLoss, mbAux := make([]float64, nMicro), make([]float64, nMicro)
+	mbLoad := make([][][]int, nMicro)
+	for k := range mbLoad {
+		mbLoad[k] = make([][]int, len(c.Layers))
+	}
 	var runSteps int64
 	if st.Step == 0 && o.EvalEvery > 0 {
 		evaluate() // the untrained baseline
 	}
-	tWin, cpuWin, tokWin := time.Now(), cpuSeconds(), int64(0)
+	pc := newPace(totalSteps)
 	for st.Step < totalSteps {
 		if ctx.Err() != nil {
 			if err := save(); err != nil {
@@ -276,29 +306,47 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 		for i := range negs {
 			negs[i] = neg.draw(rng)
 		}
-		p.ZeroGrad()
-		hf := m.Forward(ids, o.SeqLen)
-		loss, _, dhf := SampledSoftmax(m, hf, tg, negs, logq)
-		m.Backward(dhf)
-		gn := GradNorm(p)
+		nTgt := 0
+		for _, y := range tg {
+			if y >= 0 {
+				nTgt++
+			}
+		}
+		dp.micro(nMicro, func(w *dpWorker, k int) {
+			a, b := k*mbRows*o.SeqLen, min((k+1)*mbRows, o.Batch)*o.SeqLen
+			hf := w.m.Forward(ids[a:b], o.SeqLen)
+			l, _, dhf := sampledSoftmax(w.m, hf, tg[a:b], negs, logq, max(nTgt, 1))
+			w.m.Backward(dhf)
+			w.touch(ids[a:b])
+			w.touch(negs)
+			mbLoss[k], mbAux[k] = l, w.m.AuxLoss
+			copy(mbLoad[k], w.m.Load)
+		})
+		loss, aux := 0.0, 0.0
+		for k := range nMicro { // fixed order: the same sums for any --workers
+			loss += mbLoss[k]
+			aux += mbAux[k]
+		}
+		gn := dp.reduce(nMicro)
 		scale := 1.0
 		if o.Clip > 0 && gn > o.Clip {
 			scale = o.Clip / gn
 		}
 		lr := sched.At(st.Step)
-		opt.Update(p, lr, scale)
+		dp.update(opt, lr, scale)
 		st.Step++
 		st.Tokens += rowTokens
 		runSteps++
-		tokWin += rowTokens
+		pc.step(rowTokens)
 		if math.IsNaN(loss) || math.IsInf(loss, 0) {
 			return fmt.Errorf("step %d: loss is %v (lower --lr?)", st.Step, loss)
 		}
 		rec := map[string]any{"step": st.Step, "tokens": st.Tokens, "loss": loss, "lr": lr, "grad_norm": gn}
+		stepLoad := sumLoads(mbLoad[:nMicro])
 		if len(c.MoELayers) > 0 {
-			rec["aux"] = m.AuxLoss
+			rec["aux"] = aux
 			load := map[string][]int{}
-			for li, l := range m.Load {
+			for li, l := range stepLoad {
 				if l != nil {
 					load[fmt.Sprint(li)] = l
 				}
@@ -306,25 +354,24 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 			rec["expert_load"] = load
 		}
 		if o.LogEvery > 0 && (st.Step%int64(o.LogEvery) == 0 || st.Step == totalSteps) {
-			secs := time.Since(tWin).Seconds()
-			tps := float64(tokWin) / secs
+			tps, tpc := pc.window()
 			rec["tok_s"] = tps
-			attrs := []any{"step", st.Step, "tokens", st.Tokens, "loss", fmt.Sprintf("%.4f", loss), "lr", fmt.Sprintf("%.3g", lr), "grad_norm", fmt.Sprintf("%.3g", gn), "tok/s", fmt.Sprintf("%.0f", tps)}
-			if cpu := cpuSeconds() - cpuWin; cpu > 0 {
-				rec["tok_cpu_s"] = float64(tokWin) / cpu
-				attrs = append(attrs, "tok/cpu-s", fmt.Sprintf("%.0f", float64(tokWin)/cpu))
+			attrs := []any{"step", fmt.Sprintf("%d/%d", st.Step, totalSteps), "tokens", st.Tokens, "tok/s", fmt.Sprintf("%.0f", tps), "eta", pc.eta(st.Step).String(),
+				"lr", fmt.Sprintf("%.3g", lr), "loss", fmt.Sprintf("%.4f", loss), "grad_norm", fmt.Sprintf("%.3g", gn)}
+			if tpc > 0 {
+				rec["tok_cpu_s"] = tpc
+				attrs = append(attrs, "tok/cpu-s", fmt.Sprintf("%.0f", tpc))
 			}
-			for li, l := range m.Load {
+			for li, l := range stepLoad {
 				if l != nil {
 					attrs = append(attrs, fmt.Sprintf("load%d", li), loadSummary(l))
 				}
 			}
 			log.Info("train", attrs...)
-			tWin, cpuWin, tokWin = time.Now(), cpuSeconds(), 0
 		}
 		mt.write(rec)
 		if bar != nil {
-			bar(st.Tokens, fmt.Sprintf("loss %.3f", loss))
+			bar(st.Step, pc.barText(loss, lr))
 		}
 		if o.StopAfterSteps > 0 && runSteps >= o.StopAfterSteps {
 			return nil
@@ -347,6 +394,29 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 	}
 	log.Info("done", "dir", o.Out, "steps", st.Step, "tokens", st.Tokens)
 	return nil
+}
+
+// sumLoads adds the per-layer expert loads of micro-batches (nil for
+// dense layers).
+func sumLoads(mbs [][][]int) [][]int {
+	if len(mbs) == 0 {
+		return nil
+	}
+	out := make([][]int, len(mbs[0]))
+	for _, mb := range mbs {
+		for li, l := range mb {
+			if l == nil {
+				continue
+			}
+			if out[li] == nil {
+				out[li] = make([]int, len(l))
+			}
+			for e, v := range l {
+				out[li][e] += v
+			}
+		}
+	}
+	return out
 }
 
 // loadSummary is "max/min tokens per expert" plus the busiest expert.

@@ -2,12 +2,15 @@ package train
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"log/slog"
 	"math"
-	"time"
+	"os"
+	"path/filepath"
 
 	"github.com/onecore-dev/onecore/readers"
 )
@@ -31,9 +34,31 @@ type SFTOptions struct {
 	ValPermille int
 	LogEvery    int
 	Samples     int // greedy generations checked against the held-out answers
+	// Workers is the number of training threads, each pinned to its own
+	// core (≤ 0: the usable CPUs). Results do not depend on it.
+	Workers int
+	// MicroBatch is the number of rows per micro-batch (≤ 0: Batch/16
+	// rounded up); results depend on it, not on Workers.
+	MicroBatch int
+	// CkptEvery checkpoints every this many steps (0: only on
+	// interruption and at the end).
+	CkptEvery int64
+	// Resume continues the run in Out from its train_state/.
+	Resume bool
+	// StopAfterSteps ends the run early (as if killed) after this many
+	// steps of this invocation, without a checkpoint: for tests.
+	StopAfterSteps int64
 
-	Log      *slog.Logger
+	Log *slog.Logger
+	// Progress, when set, makes a progress bar of total steps.
 	Progress func(total int64) func(done int64, desc string)
+}
+
+// fingerprint covers the options a resumed run must share with the original.
+func (o *SFTOptions) fingerprint() string {
+	b, _ := json.Marshal([]any{o.From, o.Data, o.PromptField, o.AnswerField, o.Epochs, o.SeqLen, o.Batch, o.LR, o.MinLR, o.Warmup, o.WeightDecay, o.Clip, o.Seed, o.ValPermille, microRows(o.MicroBatch, o.Batch)})
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:8])
 }
 
 // readRecords calls fn with fields (the first is the reader's text field)
@@ -64,12 +89,6 @@ func readRecords(paths []string, fields []string, fn func(vals []string) error) 
 	return rejects, nil
 }
 
-func heldOut(text string, permille int) bool {
-	h := fnv.New64a()
-	io.WriteString(h, text)
-	return h.Sum64()%1000 < uint64(permille)
-}
-
 // sftExample is one tokenized prompt/answer pair.
 type sftExample struct{ prompt, answer []int32 }
 
@@ -92,19 +111,24 @@ func SFT(ctx context.Context, o SFTOptions) error {
 	}
 	train, val := &Corpus{Offs: []int64{0}}, &Corpus{Offs: []int64{0}}
 	var valEx []sftExample
+	var exs []sftExample
+	var hs []uint64
 	rejects, err := readRecords(o.Data, []string{o.PromptField, o.AnswerField}, func(vals []string) error {
 		pr, an := vals[0], vals[1]
-		ex := sftExample{o.Tokenizer.Encode(pr), o.Tokenizer.Encode(an)}
-		dst := train
-		if heldOut(pr+"\x00"+an, o.ValPermille) {
-			dst = val
-			valEx = append(valEx, ex)
-		}
-		dst.addExample(ex)
+		exs = append(exs, sftExample{o.Tokenizer.Encode(pr), o.Tokenizer.Encode(an)})
+		hs = append(hs, textHash(pr+"\x00"+an))
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	for i, held := range heldOutSplit(hs, o.ValPermille) {
+		if held {
+			val.addExample(exs[i])
+			valEx = append(valEx, exs[i])
+		} else {
+			train.addExample(exs[i])
+		}
 	}
 	if train.Docs() == 0 {
 		return fmt.Errorf("data %v: no training records", o.Data)
@@ -134,18 +158,55 @@ func SFT(ctx context.Context, o SFTOptions) error {
 	gen.Labels = nil
 	log.Info("sft data", "rejected_rows", rejects, "train_records", train.Docs(), "train_tokens", len(train.Tokens), "val_records", val.Docs())
 
-	m := NewModel(c, p)
+	statePath := filepath.Join(o.Out, "train_state", "state.json")
+	_, statErr := os.Stat(statePath)
+	if statErr == nil && !o.Resume {
+		return fmt.Errorf("%s holds a run (train_state/); pass --resume to continue it or choose another --out", o.Out)
+	}
+	if o.Resume && statErr != nil {
+		log.Info("no train_state/ in the output directory: starting a new run", "dir", o.Out)
+	}
+	m := NewModel(c, p) // evaluation, on this goroutine
 	opt := NewAdamW(p, o.WeightDecay)
 	rowTokens := int64(o.SeqLen * o.Batch)
 	totalSteps := max(1, int64(math.Ceil(o.Epochs*float64(len(train.Tokens))/float64(rowTokens))))
-	sched := Schedule{LR: o.LR, MinLR: o.MinLR, Warmup: o.Warmup, Total: totalSteps}
+	sched := Schedule{LR: o.LR, MinLR: o.MinLR, Warmup: capWarmup(o.Warmup, totalSteps, log), Total: totalSteps}
 	packer := &Packer{C: train, RowLen: o.SeqLen, Seed: o.Seed}
+	st := &TrainState{Seed: o.Seed, Options: o.fingerprint()}
+	if o.Resume && statErr == nil {
+		if st, err = loadTrainState(o.Out, p, opt); err != nil {
+			return fmt.Errorf("resume: %w", err)
+		}
+		if st.Options != o.fingerprint() {
+			return fmt.Errorf("resume: %s was written with different options (fingerprint %s, now %s); use the same flags", statePath, st.Options, o.fingerprint())
+		}
+		packer.Cur = st.Cursor
+		log.Info("resumed", "step", st.Step, "cursor", fmt.Sprintf("%+v", st.Cursor))
+	}
+	if gen.Templates == nil {
+		gen.Templates = map[string]string{}
+	}
+	save := func() error {
+		st.Cursor = packer.Cur
+		if err := SaveCheckpoint(o.Out, c, p, gen, o.TokenizerPath); err != nil {
+			return err
+		}
+		return saveTrainState(o.Out, p, opt, st)
+	}
+	mbRows := microRows(o.MicroBatch, o.Batch)
+	nMicro := (o.Batch + mbRows - 1) / mbRows
+	workers := resolveWorkers(o.Workers, nMicro, log)
+	dp := newDataParallel(c, p, workers, 0, log)
+	defer dp.close()
+	log.Info("workers", "workers", workers, "micro_batches", nMicro, "rows_per_micro_batch", mbRows)
 	ids := make([]int32, rowTokens)
 	learn := make([]bool, rowTokens)
 	tg := make([]int32, rowTokens)
+	mbLoss := make([]float64, nMicro)
 	var bar func(int64, string)
 	if o.Progress != nil {
 		bar = o.Progress(totalSteps)
+		bar(st.Step, "")
 	}
 	evaluate := func(step int64) {
 		vl, n := ValFlat(m, val, o.SeqLen, o.Batch, 1<<30)
@@ -165,50 +226,79 @@ func SFT(ctx context.Context, o SFTOptions) error {
 				log.Info("sample", "step", step, "prompt", o.Tokenizer.Decode(ex.prompt), "want", o.Tokenizer.Decode(ex.answer), "got", o.Tokenizer.Decode(out))
 			}
 		}
-		attrs := []any{"step", step, "val_loss", fmt.Sprintf("%.4f", vl), "val_tokens", n}
+		attrs := []any{"step", fmt.Sprintf("%d/%d", step, totalSteps), "val_loss", fmt.Sprintf("%.4f", vl), "val_tokens", n}
 		if k > 0 {
 			attrs = append(attrs, "exact", float64(exact)/float64(k), "stopped", float64(stops)/float64(k))
 		}
 		log.Info("sft eval", attrs...)
 	}
-	evaluate(0)
-	tWin, tokWin := time.Now(), int64(0)
-	for step := int64(0); step < totalSteps; step++ {
+	if st.Step == 0 {
+		evaluate(0)
+	}
+	pc := newPace(totalSteps)
+	var runSteps int64
+	for ; st.Step < totalSteps; st.Step++ {
 		if ctx.Err() != nil {
+			if err := save(); err != nil {
+				return err
+			}
 			return ErrInterrupted
+		}
+		if o.StopAfterSteps > 0 && runSteps >= o.StopAfterSteps {
+			return nil
+		}
+		runSteps++
+		if st.Step > 0 && o.CkptEvery > 0 && st.Step%o.CkptEvery == 0 {
+			if err := save(); err != nil {
+				return err
+			}
+			log.Info("checkpoint", "dir", o.Out, "step", st.Step)
 		}
 		for r := 0; r < o.Batch; r++ {
 			packer.Next(ids[r*o.SeqLen:(r+1)*o.SeqLen], learn[r*o.SeqLen:(r+1)*o.SeqLen])
 		}
 		Targets(ids, o.SeqLen, tg, learn)
-		p.ZeroGrad()
-		hf := m.Forward(ids, o.SeqLen)
-		loss, n, dhf := FullCE(m, hf, tg, true)
-		if n == 0 {
+		nTgt := 0
+		for _, y := range tg {
+			if y >= 0 {
+				nTgt++
+			}
+		}
+		if nTgt == 0 {
 			continue
 		}
-		m.Backward(dhf)
-		gn := GradNorm(p)
+		dp.micro(nMicro, func(w *dpWorker, k int) {
+			a, b := k*mbRows*o.SeqLen, min((k+1)*mbRows, o.Batch)*o.SeqLen
+			hf := w.m.Forward(ids[a:b], o.SeqLen)
+			l, _, dhf := fullCE(w.m, hf, tg[a:b], true, nTgt)
+			w.m.Backward(dhf)
+			w.touchAll() // the full-vocabulary loss writes every embedding row
+			mbLoss[k] = l
+		})
+		var loss float64
+		for _, l := range mbLoss {
+			loss += l
+		}
+		gn := dp.reduce(nMicro)
 		scale := 1.0
 		if o.Clip > 0 && gn > o.Clip {
 			scale = o.Clip / gn
 		}
-		lr := sched.At(step)
-		opt.Update(p, lr, scale)
-		tokWin += rowTokens
-		if o.LogEvery > 0 && ((step+1)%int64(o.LogEvery) == 0 || step+1 == totalSteps) {
-			log.Info("sft", "step", step+1, "loss", fmt.Sprintf("%.4f", loss), "lr", fmt.Sprintf("%.3g", lr), "grad_norm", fmt.Sprintf("%.3g", gn), "tok/s", fmt.Sprintf("%.0f", float64(tokWin)/time.Since(tWin).Seconds()))
-			tWin, tokWin = time.Now(), 0
+		lr := sched.At(st.Step)
+		dp.update(opt, lr, scale)
+		st.Tokens += rowTokens
+		pc.step(rowTokens)
+		if o.LogEvery > 0 && ((st.Step+1)%int64(o.LogEvery) == 0 || st.Step+1 == totalSteps) {
+			tps, _ := pc.window()
+			log.Info("sft", "step", fmt.Sprintf("%d/%d", st.Step+1, totalSteps), "tokens", st.Tokens, "tok/s", fmt.Sprintf("%.0f", tps), "eta", pc.eta(st.Step+1).String(),
+				"lr", fmt.Sprintf("%.3g", lr), "loss", fmt.Sprintf("%.4f", loss), "grad_norm", fmt.Sprintf("%.3g", gn))
 		}
 		if bar != nil {
-			bar(step+1, fmt.Sprintf("loss %.3f", loss))
+			bar(st.Step+1, pc.barText(loss, lr))
 		}
 	}
 	evaluate(totalSteps)
-	if gen.Templates == nil {
-		gen.Templates = map[string]string{}
-	}
-	if err := SaveCheckpoint(o.Out, c, p, gen, o.TokenizerPath); err != nil {
+	if err := save(); err != nil {
 		return err
 	}
 	log.Info("done", "dir", o.Out, "steps", totalSteps)

@@ -32,7 +32,14 @@ generation.json in head column order.
 First the head is fitted on frozen features (a linear probe); with
 --finetune the body and head are then trained together. A held-out split
 (--val-permille, chosen by a hash of the text) reports accuracy, macro-F1
-and per-label F1.`,
+and per-label F1.
+
+The output directory gets a checkpoint plus train_state/ (master weights,
+optimizer moments, document order) once the head is fitted, every
+--ckpt-every fine-tuning steps, at the end and on SIGINT/SIGTERM; after any
+stop, even SIGKILL, the same command with --resume continues bit for bit
+(an interruption before the head is fitted saves nothing: rerun).
+` + workersHelp,
 		Example: `  onecore train classify --from runs/base --data spam.jsonl --label-field label --out runs/spam
   onecore train classify --from runs/base --data reviews.jsonl.zst --text-field body --label-field stars --out runs/stars --finetune --epochs 2`,
 		Args: cobra.NoArgs,
@@ -52,10 +59,11 @@ and per-label F1.`,
 			o.From, o.Out, o.Data = from, out, data
 			o.Tokenizer, o.TokenizerPath = tok, tokPath
 			o.Log = trainLogger()
+			o.Progress = progressFunc()
 			ctx, stop := signalContext()
 			defer stop()
 			rep, err := train.Classify(ctx, o)
-			if errors.Is(err, train.ErrInterrupted) {
+			if errors.Is(err, train.ErrInterrupted) || errors.Is(err, train.ErrInterruptedEarly) {
 				return withExitCode(exitInterrupted, err)
 			}
 			if err != nil {
@@ -81,6 +89,9 @@ and per-label F1.`,
 	f.IntVar(&o.BatchTokens, "batch-tokens", 4096, "fine-tuning tokens per step")
 	f.Float64Var(&o.WeightDecay, "weight-decay", 0.0, "AdamW weight decay")
 	f.Uint64Var(&o.Seed, "seed", 1, "random seed")
+	f.Int64Var(&o.CkptEvery, "ckpt-every", 200, "checkpoint the fine-tuning every N steps (0: only at the end and on SIGINT/SIGTERM)")
+	f.BoolVar(&o.Resume, "resume", false, "continue the run in --out from its last checkpoint")
+	addWorkersFlag(cmd, &o.Workers)
 	return cmd
 }
 

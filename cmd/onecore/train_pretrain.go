@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/schollz/progressbar/v3"
@@ -42,7 +43,32 @@ func loadTokenizer(path string, vocab int) (hfTokenizer, error) {
 	return hfTokenizer{t}, nil
 }
 
-// progressFunc returns a progress-bar factory when stderr is a terminal.
+// trainTerm couples the train commands' log lines with their progress
+// bar on a terminal: a log line clears the bar, is written, and the bar is
+// drawn again below it, so both stay readable.
+type trainTerm struct {
+	mu  sync.Mutex
+	bar *progressbar.ProgressBar
+}
+
+var term0 = &trainTerm{}
+
+func (t *trainTerm) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.bar != nil {
+		t.bar.Clear()
+	}
+	n, err := os.Stderr.Write(p)
+	if t.bar != nil {
+		t.bar.RenderBlank()
+	}
+	return n, err
+}
+
+// progressFunc returns a progress-bar factory when stderr is a terminal
+// (off a terminal the periodic log lines say the same): steps done of the
+// total, the ETA, and the loss, learning rate and tokens/s.
 func progressFunc() func(total int64) func(int64, string) {
 	if !term.IsTerminal(int(os.Stderr.Fd())) {
 		return nil
@@ -50,17 +76,50 @@ func progressFunc() func(total int64) func(int64, string) {
 	return func(total int64) func(int64, string) {
 		bar := progressbar.NewOptions64(total,
 			progressbar.OptionSetWriter(os.Stderr),
-			progressbar.OptionSetDescription("tokens"),
+			progressbar.OptionSetDescription("steps"),
 			progressbar.OptionShowCount(),
-			progressbar.OptionShowIts(),
-			progressbar.OptionSetItsString("tok"),
+			progressbar.OptionSetPredictTime(true),
 			progressbar.OptionThrottle(250e6),
 			progressbar.OptionClearOnFinish())
+		term0.mu.Lock()
+		term0.bar = bar
+		term0.mu.Unlock()
 		return func(done int64, desc string) {
-			bar.Describe(desc)
+			term0.mu.Lock()
+			defer term0.mu.Unlock()
+			if desc != "" {
+				bar.Describe(desc)
+			}
 			bar.Set64(done)
+			if done >= total {
+				term0.bar = nil
+			}
 		}
 	}
+}
+
+// workersHelp explains --workers and --micro-batch in the train commands' help.
+const workersHelp = `
+--workers N runs N training threads, each pinned to its own core (default:
+every core this process may use). Each step's batch is cut into
+micro-batches (--micro-batch rows each, by default as few as make at
+most 16 micro-batches: 1 row up to --batch 16; classify: documents up to
+--max-tokens), each with its own gradient buffer; the buffers are summed in
+micro-batch order and one AdamW step follows. Results do not depend on
+--workers: 1, 2 or 16 workers give bit-identical weights, and a run may be
+resumed with a different --workers. They do depend on --micro-batch (and on
+the batch), which therefore must stay the same on --resume. More workers
+than micro-batches per step are not used; every micro-batch holds a
+gradient buffer the size of the model.`
+
+// addWorkersFlag registers --workers.
+func addWorkersFlag(cmd *cobra.Command, n *int) {
+	cmd.Flags().IntVar(n, "workers", 0, "training threads, one pinned per core (default: usable cores); results do not depend on it")
+}
+
+// addMicroBatchFlag registers --micro-batch.
+func addMicroBatchFlag(cmd *cobra.Command, n *int) {
+	cmd.Flags().IntVar(n, "micro-batch", 0, "rows per micro-batch, the unit of work of one worker (default: batch/16 rounded up; results depend on it)")
 }
 
 // signalContext is cancelled by SIGINT/SIGTERM.
@@ -68,7 +127,9 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
-func trainLogger() *slog.Logger { return slog.New(slog.NewTextHandler(os.Stderr, nil)) }
+// trainLogger writes the train commands' log lines to stderr (above the
+// progress bar on a terminal).
+func trainLogger() *slog.Logger { return slog.New(slog.NewTextHandler(term0, nil)) }
 
 func newTrainPretrainCmd() *cobra.Command {
 	var (
@@ -79,7 +140,7 @@ func newTrainPretrainCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "pretrain",
 		Short: "Pretrain a model from scratch on text (sampled softmax, AdamW)",
-		Long: `Pretrain trains the hybrid model of DESIGN §2 from scratch on one CPU core.
+		Long: `Pretrain trains the hybrid model of DESIGN §2 from scratch on the CPU cores.
 
 Documents (<bos> text <eos>) are packed whole into rows of --seq-len tokens;
 each step trains --batch rows with the sampled-softmax objective
@@ -99,7 +160,8 @@ generation.json with the vocabulary mask, tokenizer.json) plus train_state/
 (master weights, optimizer moments, data cursor) and metrics.jsonl. It is
 rewritten every --ckpt-every tokens, at the end, and on SIGINT/SIGTERM;
 after any stop, even SIGKILL, the same command with --resume continues from
-the last checkpoint with the same data order and random draws.`,
+the last checkpoint with the same data order and random draws.
+` + workersHelp,
 		Example: `  onecore train pretrain --config dense-3m --data corpus/ --tokenizer tok/tokenizer.json --out runs/m1 --tokens 50000000
   onecore train pretrain --config my.json --data 'shards/*.jsonl.zst' --tokenizer tokenizer.json --out runs/m2 --batch 8 --seq-len 256
   onecore train pretrain --config dense-3m --data corpus/ --tokenizer tokenizer.json --out runs/m1 --tokens 50000000 --resume
@@ -124,7 +186,7 @@ the last checkpoint with the same data order and random draws.`,
 			ctx, stop := signalContext()
 			defer stop()
 			err = train.Pretrain(ctx, o)
-			if errors.Is(err, train.ErrInterrupted) {
+			if errors.Is(err, train.ErrInterrupted) || errors.Is(err, train.ErrInterruptedEarly) {
 				return withExitCode(exitInterrupted, err)
 			}
 			return err
@@ -155,6 +217,8 @@ the last checkpoint with the same data order and random draws.`,
 	f.Int64Var(&o.CkptEvery, "ckpt-every", 5_000_000, "checkpoint every N training tokens (0: only at the end)")
 	f.IntVar(&o.LogEvery, "log-every", 10, "log a line every N steps")
 	f.IntVar(&o.Generations, "generations", 2, "greedy samples printed per eval")
+	addWorkersFlag(cmd, &o.Workers)
+	addMicroBatchFlag(cmd, &o.MicroBatch)
 	return cmd
 }
 

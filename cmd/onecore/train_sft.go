@@ -31,7 +31,13 @@ stopping → extraction skill → abstention → vocabulary hygiene). The
 vocabulary mask in generation.json keeps the source's masked ids except
 those the SFT data uses; a classifier head of the source is dropped.
 A held-out split (--val-permille) reports answer loss, exact-match and
-stop rates of greedy generations before and after training.`,
+stop rates of greedy generations before and after training.
+
+The output directory gets a checkpoint plus train_state/ (master weights,
+optimizer moments, data cursor) every --ckpt-every steps, at the end and on
+SIGINT/SIGTERM; after any stop, even SIGKILL, the same command with
+--resume continues bit for bit where the last checkpoint left off.
+` + workersHelp,
 		Example: `  onecore train sft --from runs/base --data stage1.jsonl --out runs/sft1
   onecore train sft --from runs/sft1 --data extract.jsonl --out runs/sft2 --prompt-field input --answer-field output --epochs 3`,
 		Args: cobra.NoArgs,
@@ -55,7 +61,7 @@ stop rates of greedy generations before and after training.`,
 			ctx, stop := signalContext()
 			defer stop()
 			err = train.SFT(ctx, o)
-			if errors.Is(err, train.ErrInterrupted) {
+			if errors.Is(err, train.ErrInterrupted) || errors.Is(err, train.ErrInterruptedEarly) {
 				return withExitCode(exitInterrupted, err)
 			}
 			return err
@@ -79,6 +85,10 @@ stop rates of greedy generations before and after training.`,
 	f.IntVar(&o.ValPermille, "val-permille", 50, "held-out records per thousand")
 	f.IntVar(&o.LogEvery, "log-every", 10, "log a line every N steps")
 	f.IntVar(&o.Samples, "samples", 20, "held-out prompts answered greedily at each eval")
+	f.Int64Var(&o.CkptEvery, "ckpt-every", 200, "checkpoint every N steps (0: only at the end and on SIGINT/SIGTERM)")
+	f.BoolVar(&o.Resume, "resume", false, "continue the run in --out from its last checkpoint")
+	addWorkersFlag(cmd, &o.Workers)
+	addMicroBatchFlag(cmd, &o.MicroBatch)
 	return cmd
 }
 
