@@ -34,7 +34,9 @@ Held out (never in the corpus): the SOTU addresses and Moby-Dick chapters
 whose id hashes into --heldout-pct percent, cut into pieces of at most
 --eval-chars characters at sentence ends -> heldout/prose.jsonl, plus
 heldout/shuffled.jsonl (the same words in a seeded random order) and
-heldout/random.jsonl (random printable characters, same length). Any corpus
+heldout/random.jsonl (uniformly random printable characters, same length)
+and heldout/charshuffled.jsonl (the document's own characters in random
+order: same length and character frequencies, a harder twin). Any corpus
 document sharing a 13-word sequence with the held-out text is dropped
 (nlp-corpus, for one, quotes SOTU addresses).
 
@@ -52,6 +54,7 @@ Usage: prep_base.py --out DIR --root DEBROOT --npm NODE_MODULES --spam SPAM_TRAI
 """
 import argparse
 import concurrent.futures
+import filecmp
 import glob
 import gzip
 import hashlib
@@ -377,6 +380,9 @@ def write_jsonl(path, rows):
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
         f.flush()
         os.fsync(f.fileno())
+    if os.path.exists(path) and filecmp.cmp(tmp, path, shallow=False):
+        os.remove(tmp)  # unchanged: keep the mtime, so the token cache stays valid
+        return
     os.replace(tmp, path)
 
 
@@ -456,7 +462,7 @@ def build_heldout(a):
     for did, text in heldout_docs(a):
         for i, p in enumerate(sentences_pieces(text, a.eval_chars)):
             rows.append({"id": f"{did}#{i}", "text": p})
-    shuffled, rnd = [], []
+    shuffled, rnd, chars = [], [], []
     alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,;:'\"!?-()"
     for r in rows:
         rng = random.Random(h64("shuffle:" + r["id"]))
@@ -465,11 +471,15 @@ def build_heldout(a):
         shuffled.append({"id": r["id"], "text": " ".join(w)})
         rng = random.Random(h64("random:" + r["id"]))
         rnd.append({"id": r["id"], "text": "".join(rng.choice(alphabet) for _ in range(len(r["text"])))})
+        c = list(r["text"])
+        random.Random(h64("chars:" + r["id"])).shuffle(c)
+        chars.append({"id": r["id"], "text": "".join(c)})
     d = os.path.join(a.out, "heldout")
     os.makedirs(d, exist_ok=True)
     write_jsonl(os.path.join(d, "prose.jsonl"), rows)
     write_jsonl(os.path.join(d, "shuffled.jsonl"), shuffled)
     write_jsonl(os.path.join(d, "random.jsonl"), rnd)
+    write_jsonl(os.path.join(d, "charshuffled.jsonl"), chars)
     return rows
 
 
