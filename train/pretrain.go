@@ -25,15 +25,9 @@ type PretrainOptions struct {
 	TokenizerPath string // copied into the checkpoint
 	Data          []string
 	TextField     string
-	// Cache is the token cache directory (default Out/tokcache); runs over
-	// the same data may share one.
-	Cache string
-	// TokenizeWorkers tokenize the corpus into the cache (0: GOMAXPROCS);
-	// the cache, and so the run, does not depend on it.
-	TokenizeWorkers int
-	Out             string
-	Resume          bool
-	Seed            uint64
+	Out           string
+	Resume        bool
+	Seed          uint64
 	// InitFrom starts from a checkpoint's weights (same config) instead of
 	// a random initialisation, with a fresh optimizer and schedule.
 	InitFrom string
@@ -57,6 +51,13 @@ type PretrainOptions struct {
 	// StopAfterSteps ends the run early (as if killed) after this many
 	// steps of this invocation, without a final checkpoint: for tests.
 	StopAfterSteps int64
+
+	// Cache is the token cache directory (default Out/tokcache); runs over
+	// the same data may share one.
+	Cache string
+	// TokenizeWorkers tokenize the corpus into the cache (0: GOMAXPROCS);
+	// the cache, and so the run, does not depend on it.
+	TokenizeWorkers int
 
 	Log      *slog.Logger
 	Progress func(total int64) func(done int64, desc string) // optional progress bar
