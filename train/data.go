@@ -30,29 +30,56 @@ type Tokenizer interface {
 // file is one document; a directory contributes every such file below it
 // (binary files and dot-directories skipped). Glob patterns are expanded.
 func ReadDocuments(paths []string, textField string, fn func(text string) error) (rejects int, err error) {
+	files, err := listInputs(paths)
+	if err != nil {
+		return 0, err
+	}
+	for _, f := range files {
+		n, err := readFile(f.Path, textField, f.Explicit, fn)
+		rejects += n
+		if err != nil {
+			return rejects, err
+		}
+	}
+	return rejects, nil
+}
+
+// inputFile is one file ReadDocuments reads, with what the token cache
+// fingerprints (size and modification time stand in for the content, so a
+// multi-GB corpus is not hashed on every start).
+type inputFile struct {
+	Path     string `json:"path"`
+	Explicit bool   `json:"explicit"` // named on the command line, not found by a walk
+	Size     int64  `json:"size"`
+	ModNS    int64  `json:"mtime_ns"`
+}
+
+// listInputs expands paths (globs, directory walks in sorted order) into
+// the files ReadDocuments reads, in reading order.
+func listInputs(paths []string) ([]inputFile, error) {
+	var out []inputFile
+	add := func(path string, st fs.FileInfo, explicit bool) {
+		out = append(out, inputFile{Path: path, Explicit: explicit, Size: st.Size(), ModNS: st.ModTime().UnixNano()})
+	}
 	for _, p := range paths {
 		matches := []string{p}
 		if strings.ContainsAny(p, "*?[") {
 			m, err := filepath.Glob(p)
 			if err != nil {
-				return rejects, fmt.Errorf("data %q: %w", p, err)
+				return nil, fmt.Errorf("data %q: %w", p, err)
 			}
 			if len(m) == 0 {
-				return rejects, fmt.Errorf("data %q: no file matches", p)
+				return nil, fmt.Errorf("data %q: no file matches", p)
 			}
 			matches = m
 		}
 		for _, path := range matches {
 			st, err := os.Stat(path)
 			if err != nil {
-				return rejects, fmt.Errorf("data: %w", err)
+				return nil, fmt.Errorf("data: %w", err)
 			}
 			if !st.IsDir() {
-				n, err := readFile(path, textField, true, fn)
-				rejects += n
-				if err != nil {
-					return rejects, err
-				}
+				add(path, st, true)
 				continue
 			}
 			var files []string
@@ -69,19 +96,19 @@ func ReadDocuments(paths []string, textField string, fn func(text string) error)
 				return nil
 			})
 			if err != nil {
-				return rejects, fmt.Errorf("data: %w", err)
+				return nil, fmt.Errorf("data: %w", err)
 			}
 			sort.Strings(files)
 			for _, f := range files {
-				n, err := readFile(f, textField, false, fn)
-				rejects += n
+				st, err := os.Stat(f)
 				if err != nil {
-					return rejects, err
+					return nil, fmt.Errorf("data: %w", err)
 				}
+				add(f, st, false)
 			}
 		}
 	}
-	return rejects, nil
+	return out, nil
 }
 
 // readRows streams the rows of a Parquet/JSONL shard: fn gets the text
@@ -134,21 +161,56 @@ func readFile(path, textField string, explicit bool, fn func(string) error) (int
 	return 0, fn(string(b))
 }
 
-// Corpus is a tokenized document collection in memory: document i is
-// Tokens[Offs[i]:Offs[i+1]], <bos> … <eos>.
+// Corpus is a tokenized document collection: document i is tokens
+// Offs[i]:Offs[i+1] (<bos> … <eos>). The tokens are either in memory
+// (Tokens) or, for a corpus opened from a token cache, in a file read on
+// demand, so that memory does not grow with the corpus.
 type Corpus struct {
 	Tokens []int32
 	Offs   []int64
 	// Learn, when set (post-training), marks the tokens the model is
 	// trained to predict (answers and their <eos>); nil = every token.
 	Learn []bool
+	file  *tokenFile // set: the tokens live in this file, Tokens is nil
 }
 
 // Docs is the number of documents.
 func (c *Corpus) Docs() int { return len(c.Offs) - 1 }
 
-// Doc returns document i.
-func (c *Corpus) Doc(i int) []int32 { return c.Tokens[c.Offs[i]:c.Offs[i+1]] }
+// Len is the number of tokens.
+func (c *Corpus) Len() int64 {
+	if len(c.Offs) == 0 {
+		return 0
+	}
+	return c.Offs[len(c.Offs)-1]
+}
+
+// Doc returns document i (a fresh copy for a file-backed corpus).
+func (c *Corpus) Doc(i int) []int32 {
+	if c.file == nil {
+		return c.Tokens[c.Offs[i]:c.Offs[i+1]]
+	}
+	d := make([]int32, c.Offs[i+1]-c.Offs[i])
+	var buf []byte
+	c.copyTokens(d, c.Offs[i], &buf)
+	return d
+}
+
+// copyTokens fills dst with the tokens from position from on; buf is
+// scratch space for file reads, kept by the caller so a packer allocates
+// nothing per row.
+func (c *Corpus) copyTokens(dst []int32, from int64, buf *[]byte) {
+	if c.file == nil {
+		copy(dst, c.Tokens[from:])
+		return
+	}
+	if err := c.file.read(dst, from, buf); err != nil {
+		// The cache was validated when it was opened; a failing read means
+		// the file changed or the disk failed under a running job, which no
+		// caller of Packer.Next can recover from.
+		panic(fmt.Sprintf("token cache: %v", err))
+	}
+}
 
 func (c *Corpus) add(ids []int32) {
 	if len(c.Offs) == 0 {
@@ -234,13 +296,27 @@ type BatchEncoder interface {
 // Counts returns how often each id occurs in c (vocab entries).
 func (c *Corpus) Counts(vocab int) ([]int64, error) {
 	n := make([]int64, vocab)
-	for _, t := range c.Tokens {
-		if t < 0 || int(t) >= vocab {
-			return nil, fmt.Errorf("token id %d out of the model's vocabulary (%d): tokenizer and config disagree", t, vocab)
+	var chunk []int32
+	var buf []byte
+	for from := int64(0); from < c.Len(); from += int64(len(chunk)) {
+		if c.file == nil {
+			chunk = c.Tokens
+		} else {
+			chunk = make([]int32, min(c.Len()-from, 1<<16))
+			c.copyTokens(chunk, from, &buf)
 		}
-		n[t]++
+		for _, t := range chunk {
+			if t < 0 || int(t) >= vocab {
+				return nil, errVocab(t, vocab)
+			}
+			n[t]++
+		}
 	}
 	return n, nil
+}
+
+func errVocab(id int32, vocab int) error {
+	return fmt.Errorf("token id %d out of the model's vocabulary (%d): tokenizer and config disagree", id, vocab)
 }
 
 // Cursor is the packer's position in the data stream, saved for --resume.
@@ -262,6 +338,7 @@ type Packer struct {
 	Cur    Cursor
 	order  []int
 	ordEp  int
+	buf    []byte // read scratch for a file-backed corpus
 }
 
 func (p *Packer) epochOrder() []int {
@@ -283,17 +360,18 @@ func (p *Packer) Next(row []int32, learn []bool) {
 			p.Cur = Cursor{Epoch: p.Cur.Epoch + 1}
 			continue
 		}
-		doc := p.C.Doc(ord[p.Cur.Pos])[p.Cur.Off:]
+		d := ord[p.Cur.Pos]
+		start := p.C.Offs[d] + p.Cur.Off
+		doc := int(p.C.Offs[d+1] - start) // tokens of the document still to emit
 		space := len(row) - n
-		if len(doc) <= space || n == 0 || len(doc) > len(row) {
-			k := min(len(doc), space)
-			copy(row[n:], doc[:k])
+		if doc <= space || n == 0 || doc > len(row) {
+			k := min(doc, space)
+			p.C.copyTokens(row[n:n+k], start, &p.buf)
 			if learn != nil {
-				off := p.C.Offs[ord[p.Cur.Pos]] + p.Cur.Off
-				copy(learn[n:n+k], p.C.Learn[off:off+int64(k)])
+				copy(learn[n:n+k], p.C.Learn[start:start+int64(k)])
 			}
 			n += k
-			if k == len(doc) {
+			if k == doc {
 				p.Cur.Pos++
 				p.Cur.Off = 0
 			} else {

@@ -60,6 +60,13 @@ type PretrainOptions struct {
 	// steps of this invocation, without a final checkpoint: for tests.
 	StopAfterSteps int64
 
+	// Cache is the token cache directory (default Out/tokcache); runs over
+	// the same data may share one.
+	Cache string
+	// TokenizeWorkers tokenize the corpus into the cache (0: GOMAXPROCS);
+	// the cache, and so the run, does not depend on it.
+	TokenizeWorkers int
+
 	Log *slog.Logger
 	// Progress, when set, makes a progress bar of total steps (typically
 	// on a terminal); done is the steps done, desc the loss, lr and speed.
@@ -166,21 +173,16 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 		return fmt.Errorf("%s holds a run (train_state/); pass --resume to continue it or choose another --out", o.Out)
 	}
 	t0 := time.Now()
-	train, val, rejects, err := LoadCorpus(o.Data, o.TextField, o.Tokenizer, o.ValPermille)
+	data, err := OpenTokenCache(ctx, o.tokenCacheOptions(log))
 	if err != nil {
 		return err
 	}
-	counts, err := train.Counts(c.VocabSize)
-	if err != nil {
-		return err
-	}
-	if _, err := val.Counts(c.VocabSize); err != nil {
-		return err
-	}
+	defer data.Close()
+	train, val, counts := data.Train, data.Val, data.Counts
 	if val.Docs() == 0 {
 		log.Warn("no held-out documents: val_flat is unavailable (raise --val-permille; a corpus of one document has none)")
 	}
-	log.Info("data", "rejected_rows", rejects, "train_docs", train.Docs(), "train_tokens", len(train.Tokens), "val_docs", val.Docs(), "val_tokens", len(val.Tokens), "secs", time.Since(t0).Seconds())
+	log.Info("data", "rejected_rows", data.Rejects, "train_docs", train.Docs(), "train_tokens", train.Len(), "val_docs", val.Docs(), "val_tokens", val.Len(), "secs", time.Since(t0).Seconds())
 	logq := make([]float64, c.VocabSize)
 	var total int64
 	for _, n := range counts {

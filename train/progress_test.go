@@ -3,6 +3,7 @@ package train
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -48,6 +49,16 @@ func TestValSplitNeverEmpty(t *testing.T) {
 		if held[i] != hr[3-i] {
 			t.Errorf("held-out choice depends on the order: %v vs reversed %v", held, hr)
 		}
+	}
+	// the token cache (what pretrain reads) holds out the same document
+	o := cacheOpts(t.TempDir(), []string{dir}, byteTok{}, 300, 2)
+	o.ValPermille = 1
+	c := openCache(t, o)
+	sameCorpus(t, "cache train", c.Train, train)
+	sameCorpus(t, "cache val", c.Val, val)
+	want, _ := train.Counts(300)
+	if !slices.Equal(c.Counts, want) {
+		t.Error("cache counts include the held-out document")
 	}
 	if _, val, _, _ := LoadCorpus([]string{dir}, "text", byteTok{}, 0); val.Docs() != 0 {
 		t.Errorf("--val-permille 0 held out %d documents", val.Docs())

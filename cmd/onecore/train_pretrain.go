@@ -155,6 +155,15 @@ every eval also runs the induct/shift/add probes and prints greedy samples.
 .jsonl/.ndjson files (optionally .gz/.zst; one document per line, field
 --text-field) or plain text files (one document each), and globs.
 
+The data is tokenized once, as a stream on --tokenize-workers goroutines
+with progress lines (docs, MB, tok/s, ETA), into a token cache (--cache,
+default OUT/tokcache): 2-byte tokens (4 above 65536 ids) plus document
+offsets and unigram counts. Training reads tokens from it on demand, so
+memory stays flat however large the corpus. The cache is keyed by the
+input files' paths, sizes and mtimes, --text-field, the tokenizer and
+--val-permille: a rerun or --resume reuses it, a changed input builds a new
+one, and an interrupted build is never used (it is redone).
+
 The output directory is a checkpoint (config.json, model.safetensors,
 generation.json with the vocabulary mask, tokenizer.json) plus train_state/
 (master weights, optimizer moments, data cursor) and metrics.jsonl. It is
@@ -196,6 +205,8 @@ the last checkpoint with the same data order and random draws.
 	f.StringVar(&configPath, "config", "dense-3m", "model config: a JSON/YAML file or a preset (dense-3m, moe-3m)")
 	f.StringArrayVar(&data, "data", nil, "training data: directory, .jsonl[.gz|.zst], text file or glob (repeatable)")
 	f.StringVar(&textField, "text-field", "text", "JSONL field holding the document text")
+	f.StringVar(&o.Cache, "cache", "", "token cache directory (default: OUT/tokcache; runs over the same data may share one)")
+	f.IntVar(&o.TokenizeWorkers, "tokenize-workers", 0, "goroutines tokenizing the data into the cache (0: all cores; the cache does not depend on it)")
 	f.StringVar(&tokPath, "tokenizer", "", "tokenizer.json (copied into the checkpoint)")
 	f.StringVar(&out, "out", "", "output checkpoint directory")
 	f.BoolVar(&o.Resume, "resume", false, "continue the run in --out from its last checkpoint")
