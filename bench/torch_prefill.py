@@ -60,7 +60,7 @@ def _tune_malloc():
 def main():
     _tune_malloc()
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--config", help="config JSON (default: the DESIGN defaults, dense-3m)")
+    ap.add_argument("--config", help="config JSON (default: the dense-3m preset of docs/design.md)")
     ap.add_argument("--moe", action="store_true", help="MoE variant: experts on layers 0,3,5")
     ap.add_argument("--tokens", type=int, default=8192, help="tokens per call, a multiple of 256 (default 8192, as onecore bench engine)")
     ap.add_argument("--doc-len", type=int, default=256, help="document length, a multiple of 256 (default 256, as onecore bench engine)")

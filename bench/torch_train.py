@@ -8,7 +8,7 @@ gradients through the cast), the same batched chunked model as
 bench/torch_prefill.py (scripts/ref/onecore_fast.py), forward + backward +
 AdamW (foreach) per step.
 
-Objective (DESIGN §7), default: sampled softmax, a (1 + --negatives)-way
+Objective (docs/design.md §7), default: sampled softmax, a (1 + --negatives)-way
 discrimination of the next token against negatives drawn from a unigram
 distribution (Zipf here; shared by the whole batch), with the log-q
 correction; --full-softmax uses full-vocabulary cross-entropy instead.
@@ -40,7 +40,7 @@ def main():
         env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="17179869184", MALLOC_TRIM_THRESHOLD_="17179869184")
         os.execve(sys.executable, [sys.executable] + sys.argv, env)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--config", help="config JSON (default: the DESIGN defaults, dense-3m)")
+    ap.add_argument("--config", help="config JSON (default: the dense-3m preset of docs/design.md)")
     ap.add_argument("--moe", action="store_true", help="MoE variant: experts on layers 0,3,5")
     ap.add_argument("--batch", type=int, default=16,
                     help="windows per step (default 16 × 256 tokens, as train's BenchmarkTrainStepDense/MoE)")

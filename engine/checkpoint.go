@@ -15,7 +15,7 @@ import (
 	"github.com/onecore-dev/onecore/internal/atomicfile"
 )
 
-// Checkpoint file names inside a checkpoint directory (DESIGN §3).
+// Checkpoint file names inside a checkpoint directory (docs/design.md §3).
 const (
 	ConfigFile     = "config.json"
 	WeightsFile    = "model.safetensors"
@@ -39,7 +39,7 @@ func (s TensorSpec) Size() int {
 }
 
 // TensorSpecs lists every tensor a checkpoint of cfg must hold, with the
-// exact names and shapes of DESIGN §3 (weights stored [in, out]). Optional
+// exact names and shapes of docs/design.md §3 (weights stored [in, out]). Optional
 // head.* tensors are not listed.
 func TensorSpecs(cfg *Config) []TensorSpec {
 	D := cfg.DModel

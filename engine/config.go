@@ -29,7 +29,7 @@ const (
 )
 
 // Config is the model configuration stored as config.json beside the
-// weights. Field names (JSON and YAML) are those of DESIGN §2; a missing
+// weights. Field names (JSON and YAML) are those of docs/design.md §2; a missing
 // field takes its DefaultConfig value and an unknown field is an error.
 type Config struct {
 	Arch       string   `json:"arch" yaml:"arch"`
@@ -52,7 +52,7 @@ type Config struct {
 	NormEps    float64  `json:"norm_eps" yaml:"norm_eps"`
 }
 
-// DefaultConfig returns the "dense-3m" configuration of DESIGN §2.
+// DefaultConfig returns the "dense-3m" configuration of docs/design.md §2.
 func DefaultConfig() Config {
 	return Config{
 		Arch:       Arch,

@@ -1,4 +1,4 @@
-// Package engine runs onecore's hybrid language model (DESIGN §2–3):
+// Package engine runs onecore's hybrid language model (docs/design.md §2–3):
 // configuration, checkpoints (config.json + model.safetensors +
 // generation.json), and the forward pass — prefill over packed streams of
 // documents and batched decoding — on the amx kernels.

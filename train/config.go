@@ -2,7 +2,7 @@ package train
 
 import "github.com/onecore-dev/onecore/engine"
 
-// Config is the model configuration (DESIGN §2), shared with the engine.
+// Config is the model configuration (docs/design.md §2), shared with the engine.
 type Config = engine.Config
 
 // Generation is generation.json (vocabulary mask, stop ids, templates,

@@ -1,7 +1,7 @@
 // Package train trains onecore's hybrid language models on CPU cores, in
 // pure Go on the amx kernels: pretraining from scratch, supervised
 // fine-tuning (SFT) and classifier heads, writing checkpoints the engine
-// loads unchanged (DESIGN §3, §7).
+// loads unchanged (docs/design.md §3, §7).
 //
 // The network (Model) is written once, generic over the element type:
 // float32 is the training path — fp32 master weights and activations, every

@@ -121,7 +121,7 @@ func scatterHead[T Float](x, src []T, r0, r1, ld, h, hd int) {
 
 // linFwd: log-decay linear attention, S_t = exp(a_t)·S_{t−1} + k_t v_tᵀ with
 // S reset at each document start, o_t = (q_t/√d_state)ᵀ S_t, per-head
-// RMSNorm, output projection. It runs the chunked form (DESIGN §2), per
+// RMSNorm, output projection. It runs the chunked form (docs/design.md §2), per
 // head and chunk, with q' = q/√d_state, L the cumulative log-decay in the
 // chunk and M = [e^(L_i−L_j)]_{i≥j}:
 //

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// linRecurrence is the exact per-token recurrence of DESIGN §2 for one
+// linRecurrence is the exact per-token recurrence of docs/design.md §2 for one
 // layer's cached q, k, v, z: S_t = e^(a_t)·S_{t−1} + k_t v_tᵀ (reset before
 // each document start's update), o_t = (q_t/√d_state)ᵀ S_t.
 func linRecurrence(m *Model[float64], lc *layerCache[float64]) []float64 {

@@ -8,14 +8,14 @@ import (
 	"github.com/onecore-dev/onecore/amx"
 )
 
-// Special token ids (DESIGN §2).
+// Special token ids (docs/design.md §2).
 const (
 	padID = 0
 	bosID = 1
 	eosID = 2
 )
 
-// Model is the training-time network of DESIGN §2: a forward pass that keeps
+// Model is the training-time network of docs/design.md §2: a forward pass that keeps
 // what the backward pass needs, and the backward pass itself. It is not safe
 // for concurrent use.
 type Model[T Float] struct {

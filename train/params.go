@@ -11,7 +11,7 @@ import (
 // tests use.
 type Float interface{ ~float32 | ~float64 }
 
-// TensorSpec names one parameter tensor and its shape (DESIGN §3).
+// TensorSpec names one parameter tensor and its shape (docs/design.md §3).
 type TensorSpec struct {
 	Name  string
 	Shape []int

@@ -69,7 +69,7 @@ func (m *Model[T]) ropeRows(x []T, inverse bool) {
 }
 
 // swaChunk is one block of queries [c0, c1) of one document with its keys
-// [k0, c1): the chunk itself and the previous one (DESIGN §2: chunks are
+// [k0, c1): the chunk itself and the previous one (docs/design.md §2: chunks are
 // window long, counted from the document start). poff locates its
 // probabilities (H × (c1−c0) × (c1−k0)) in the layer cache.
 type swaChunk struct{ c0, c1, k0, poff int }

@@ -14,7 +14,7 @@ import (
 )
 
 // TestGradVsPyTorch holds the training backward pass to the independent
-// float64 PyTorch autograd implementation of DESIGN §2
+// float64 PyTorch autograd implementation of docs/design.md §2
 // (scripts/ref/onecore_ref.py grad) on dense and MoE checkpoints.
 func TestGradVsPyTorch(t *testing.T) {
 	py := testenv.LookPath(t, "/usr/bin/python3")

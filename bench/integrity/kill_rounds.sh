@@ -8,7 +8,7 @@
 # differs) must all be 0. Directory mode and single-file mode alternate.
 #
 # Usage: bench/integrity/kill_rounds.sh [ROUNDS=24] [WORK=/tmp/onecore-kill]
-# Needs node with @duckdb/node-api (make deps installs it under .cache/node).
+# Needs node with @duckdb/node-api (make deps installs it; scripts/test-deps.sh --node-path).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 rounds=${1:-24}
@@ -16,7 +16,7 @@ work=${2:-/tmp/onecore-kill}
 bin=$work/onecore
 rm -rf "$work" && mkdir -p "$work/in"
 (cd "$root" && go build -o "$bin" ./cmd/onecore)
-export NODE_PATH=$root/.cache/node/node_modules
+export NODE_PATH=$(bash "$root/scripts/test-deps.sh" --node-path)
 
 # corpus: the bundled sample shards (Parquet + JSONL.zst), a JSONL copy of the
 # Parquet shard with one malformed line, and smaller slices as extra shards

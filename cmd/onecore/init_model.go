@@ -15,7 +15,7 @@ func init() {
 		Use:   "init-model",
 		Short: "Write a randomly initialised checkpoint",
 		Long: `init-model writes a deterministic random initialisation of the model described
-by CONFIG (a JSON or YAML file with the fields of DESIGN §2, or a preset name:
+by CONFIG (a JSON or YAML file with the fields of docs/design.md §2, or a preset name:
 dense-3m, moe-3m) into DIR: config.json and model.safetensors (bf16).
 Weights are drawn N(0, 1/fan_in) from a generator seeded by --seed (the same
 seed always gives the same bytes); norm gains are 1. The result is the

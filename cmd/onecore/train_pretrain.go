@@ -140,7 +140,7 @@ func newTrainPretrainCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "pretrain",
 		Short: "Pretrain a model from scratch on text (sampled softmax, AdamW)",
-		Long: `Pretrain trains the hybrid model of DESIGN §2 from scratch on the CPU cores.
+		Long: `Pretrain trains the hybrid model of docs/design.md §2 from scratch on the CPU cores.
 
 Documents (<bos> text <eos>) are packed whole into rows of --seq-len tokens;
 each step trains --batch rows with the sampled-softmax objective

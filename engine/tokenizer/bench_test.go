@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"testing"
+
+	"github.com/onecore-dev/onecore/internal/testenv"
 )
 
 // benchText is ~2 MB of real text (Go sources, Moby-Dick, e-mail).
@@ -30,7 +32,7 @@ func benchText(b *testing.B) []string {
 		}
 	}
 	add(filepath.Join(runtime.GOROOT(), "src", "net", "http", "*.go"))
-	nm := filepath.Join("..", "..", ".cache", "node", "node_modules", "@stdlib")
+	nm := filepath.Join(testenv.TestDepsDir(), "node", "node_modules", "@stdlib")
 	add(filepath.Join(nm, "datasets-moby-dick", "data", "*.txt"))
 	add(filepath.Join(nm, "datasets-sotu", "data", "*.txt"))
 	return texts

@@ -32,13 +32,14 @@ type lowercaseNormalizer struct{}
 func (lowercaseNormalizer) normalize(s string) string { return lowercase(s) }
 
 // lowercase lowercases per character like Rust's char::to_lowercase (no
-// context-dependent final sigma; U+0130 becomes "i̇").
+// context-dependent final sigma; U+0130 becomes "i̇"; unicode_lower.go has
+// the characters where Go's tables and the oracle's differ).
 func lowercase(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	for _, r := range s {
-		if r == 'İ' {
-			b.WriteString("i\u0307")
+		if l, ok := lowerOverrides[r]; ok { // İ → i̇, and characters newer than Go's tables
+			b.WriteString(l)
 			continue
 		}
 		b.WriteRune(unicode.ToLower(r))
@@ -139,7 +140,7 @@ func (n bertNormalizer) normalize(s string) string {
 	}
 	out := b.String()
 	if n.stripAccents {
-		out = stripAccents(norm.NFD.String(out))
+		out = stripAccents(normalizeForm(norm.NFD, out))
 	}
 	if n.lowercase {
 		out = lowercase(out)

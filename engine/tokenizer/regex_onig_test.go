@@ -188,7 +188,7 @@ func TestOnigLongRuns(t *testing.T) {
 	}
 	text := "a" + strings.Repeat(" ", 1<<20) + "b" + strings.Repeat("x", 1<<20)
 	got := m.matches(text, nil)
-	want := [][2]int{{0, 1}, {1, 1 + 1<<20 - 1}, {1<<20, 1<<20 + 1}, {1<<20 + 1, len(text)}}
+	want := [][2]int{{0, 1}, {1, 1 + 1<<20 - 1}, {1 << 20, 1<<20 + 1}, {1<<20 + 1, len(text)}}
 	if len(got) != 4 || got[0] != want[0] || got[3] != want[3] {
 		t.Fatalf("matches %v", got)
 	}

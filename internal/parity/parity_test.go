@@ -1,5 +1,5 @@
 // Package parity holds the Go engine to the independent PyTorch reference
-// of DESIGN §2 (scripts/ref/onecore_ref.py, float64, written from the spec
+// of docs/design.md §2 (scripts/ref/onecore_ref.py, float64, written from the spec
 // and not from the Go code).
 package parity
 

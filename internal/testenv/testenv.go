@@ -19,23 +19,32 @@ func RepoRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
+// TestDepsDir is where scripts/test-deps.sh installs the npm test
+// dependencies: $ONECORE_TEST_DEPS, else $XDG_CACHE_HOME/onecore/test-deps
+// (~/.cache/onecore/test-deps) — outside the source tree, shared by every
+// clone of the repository on the machine.
+func TestDepsDir() string {
+	if d := os.Getenv("ONECORE_TEST_DEPS"); d != "" {
+		return d
+	}
+	cache := os.Getenv("XDG_CACHE_HOME")
+	if cache == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			home = os.TempDir()
+		}
+		cache = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(cache, "onecore", "test-deps")
+}
+
 // NodeModules returns the node_modules folder scripts/test-deps.sh fills.
 // A missing folder fails the test (never skips): run `make deps`.
 func NodeModules(t testing.TB) string {
 	t.Helper()
-	dir := filepath.Join(RepoRoot(), ".cache", "node", "node_modules")
+	dir := filepath.Join(TestDepsDir(), "node", "node_modules")
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatalf("npm test dependencies missing (%v): run `make deps` (scripts/test-deps.sh)", err)
-	}
-	return dir
-}
-
-// SharedData returns ../shared/data beside the repository.
-func SharedData(t testing.TB) string {
-	t.Helper()
-	dir := filepath.Join(RepoRoot(), "..", "shared", "data")
-	if _, err := os.Stat(dir); err != nil {
-		t.Fatalf("shared data missing: %v", err)
 	}
 	return dir
 }

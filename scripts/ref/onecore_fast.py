@@ -1,4 +1,4 @@
-"""Efficient batched PyTorch implementation of the onecore model (DESIGN §2).
+"""Efficient batched PyTorch implementation of the onecore model (docs/design.md §2).
 
 This is the model the PyTorch benchmarks (bench/torch_prefill.py,
 bench/torch_train.py) time: chunked sliding-window attention and chunked

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Independent float64 reference of the onecore hybrid model (DESIGN.md §2-3).
+"""Independent float64 reference of the onecore hybrid model (docs/design.md §2-3).
 
 Written from the spec only, never from the Go code, so that the Go engine and
 the Go trainer can be held to it. Everything here favours being obviously
@@ -9,7 +9,7 @@ linear-attention recurrence one token at a time, MoE blocks one at a time.
 Weights are read as bf16 and widened to float64; every activation stays in
 float64. The MoE router is evaluated in float64 too (the spec asks for at
 least fp32); its top-k margins are reported so that comparisons can skip
-blocks whose routing may legitimately differ under bf16 (DESIGN §2,
+blocks whose routing may legitimately differ under bf16 (docs/design.md §2,
 "Conventions").
 
 CLI (run with /usr/bin/python3; needs Debian's python3-torch and numpy):
@@ -50,7 +50,7 @@ BOS = 1
 ARCH = "onecore-hybrid"
 MARGIN_MIN = 0.05
 
-# DESIGN §2 table: "dense-3m".
+# docs/design.md §2 table: "dense-3m".
 DEFAULTS = {
     "vocab_size": 16384,
     "d_model": 256,
@@ -225,7 +225,7 @@ def write_safetensors(path, tensors, dtype="BF16"):
 
 
 def param_shapes(cfg):
-    """Name -> shape of every model tensor, in DESIGN §3 order."""
+    """Name -> shape of every model tensor, in docs/design.md §3 order."""
     D = cfg["d_model"]
     s = {"emb": [cfg["vocab_size"], D]}
     for i, kind in enumerate(cfg["layers"]):

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Self-tests of the PyTorch reference (onecore_ref.py) and of the batched
 benchmark model (onecore_fast.py): the naive forms against the chunked forms
-of DESIGN §2, document isolation, the window's exact reach, safetensors round
+of docs/design.md §2, document isolation, the window's exact reach, safetensors round
 trips, config validation and autograd against finite differences.
 
 Run: /usr/bin/python3 scripts/ref/selftest.py   (internal/parity runs it too)

@@ -20,20 +20,22 @@
 #                and it continues where the last checkpoint left off
 #
 # Nothing is written into the source tree: data, token cache and the run live
-# under CACHE. Every step is deterministic for a given machine state (Debian
+# under CACHE (train/recipes/base_snapshot.sh copies the run's last
+# checkpoint into train/recipes/state/base/ to be committed, and a machine
+# without a run restores it from there). Every step is deterministic for a given machine state (Debian
 # lists, installed packages) and skipped when its output exists, so reruns
 # are cheap; manifest.json records what was used.
 #
 # Usage: train/recipes/base.sh             (env knobs below)
 #   CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/onecore/recipes/base
 #   OUT=$CACHE/run                   the run's checkpoint directory
-#   CONFIG=train/recipes/small.json  model config (file or preset, e.g. dense-3m)
+#   CONFIG=dense-3m                  model config (file or preset; see docs/notes/issue-13.md for the choice)
 #   TOKENS=300000000                 training tokens in total
 #   WORKERS=                         --workers for train pretrain when the binary
 #                                    has it (data parallelism; empty: its default)
 #   TOK_WORKERS=0                    goroutines tokenizing into the token cache (0: all cores)
-#   BATCH=16 SEQ_LEN=256 LR=3e-3 MIN_LR=3e-4 WARMUP=2000
-#   EVAL=5000000 CKPT=5000000        eval / checkpoint every N training tokens
+#   BATCH=32 SEQ_LEN=256 LR=3e-3 MIN_LR=3e-4 WARMUP=2000
+#   EVAL=10000000 CKPT=5000000       eval / checkpoint every N training tokens
 #   VAL_PERMILLE=5 VAL_TOKENS=65536  held-out split for val_flat (of the corpus, by hash)
 #   TOKENIZER=default|train          default: models/default/tokenizer.json
 #   CAPS="man=40 go=40"              per-source caps in MB (prep_base.py --cap); the
@@ -46,7 +48,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cache=${CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/onecore/recipes/base}
 out=${OUT:-$cache/run}
-config=${CONFIG:-$here/small.json}
+config=${CONFIG:-dense-3m}
 tokens=${TOKENS:-300000000}
 tokenizer=${TOKENIZER:-default}
 data=$cache/data
@@ -127,11 +129,19 @@ fi
 [[ ${STOP_AFTER:-} == stats ]] && exit 0
 
 log "5. pretrain ($tokens tokens, $config) -> $out"
+# A run spans sessions on machines that start empty: the repository carries
+# the last snapshot of it (base_snapshot.sh), and a fresh machine continues
+# from there instead of from scratch.
+snap=$here/state/base
+if [[ ! -f $out/train_state/state.json && -f $snap/train_state/state.json ]]; then
+  log "restoring the run from the committed snapshot $snap"
+  mkdir -p "$out" && cp -r "$snap/." "$out/"
+fi
 resume=(); [[ -f $out/train_state/state.json ]] && resume=(--resume)
 workers=(); [[ -n ${WORKERS:-} ]] && workers=(--workers "$WORKERS")
 "$ONECORE" train pretrain --config "$config" --data "$data/corpus" --tokenizer "$tok" \
   --out "$out" --cache "$cache/tokcache" --tokenize-workers "${TOK_WORKERS:-0}" --tokens "$tokens" \
-  --batch "${BATCH:-16}" --seq-len "${SEQ_LEN:-256}" --lr "${LR:-3e-3}" --min-lr "${MIN_LR:-3e-4}" \
-  --warmup "${WARMUP:-2000}" --eval-every "${EVAL:-5000000}" --ckpt-every "${CKPT:-5000000}" \
+  --batch "${BATCH:-32}" --seq-len "${SEQ_LEN:-256}" --lr "${LR:-3e-3}" --min-lr "${MIN_LR:-3e-4}" \
+  --warmup "${WARMUP:-2000}" --eval-every "${EVAL:-10000000}" --ckpt-every "${CKPT:-5000000}" \
   --val-permille "${VAL_PERMILLE:-5}" --val-tokens "${VAL_TOKENS:-65536}" "${workers[@]}" "${resume[@]}"
 log "done: $out (held-out eval texts in $data/heldout)"

@@ -18,7 +18,7 @@
 #
 # Usage: train/recipes/default.sh            (env knobs below)
 #   CONFIG=train/recipes/small.json  model config (the shipped model; dense-3m is the
-#                                    DESIGN default, ~4x the training cost)
+#                                    dense-3m preset, ~4x the training cost)
 #   PRETRAIN_TOKENS=1500000          pretraining budget. The shipped model ran with
 #                                    1500000 but was stopped at its first checkpoint
 #                                    (500K tokens, step 245) for lack of CPU time; its
@@ -37,7 +37,7 @@ pretrain_tokens=${PRETRAIN_TOKENS:-1500000}
 cls_max_tokens=${CLS_MAX_TOKENS:-256}
 cls_epochs=${CLS_EPOCHS:-1}
 tokenizer=${TOKENIZER:-onecore}
-export NODE_PATH=$root/.cache/node/node_modules
+export NODE_PATH=$(bash "$root/scripts/test-deps.sh" --node-path)
 mkdir -p "$work"
 log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
 

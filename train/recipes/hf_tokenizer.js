@@ -7,7 +7,7 @@
 // with defaults and we cut: BPE merges are learned greedily in order, so the
 // first k merges are what a k-merge training would learn.)
 //
-// Usage: NODE_PATH=.cache/node/node_modules node hf_tokenizer.js TEXT OUT.json [VOCAB]
+// Usage: NODE_PATH=$(scripts/test-deps.sh --node-path) node hf_tokenizer.js TEXT OUT.json [VOCAB]
 const fs = require('fs');
 const os = require('os');
 const path = require('path');

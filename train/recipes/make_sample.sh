@@ -24,7 +24,7 @@ for name, part in (("a.jsonl", rows[0::2]), ("b.jsonl", rows[1::2])):
             f.write(json.dumps({"id": r["id"], "text": r["text"], "gold": r["label"]}, ensure_ascii=False) + "\n")
 print(f"sample: {half} + {len(rows) - half} documents")
 PY
-NODE_PATH=$root/.cache/node/node_modules node - "$tmp/a.jsonl" "$out/part-0000.parquet" <<'JS'
+NODE_PATH=$(bash "$root/scripts/test-deps.sh" --node-path) node - "$tmp/a.jsonl" "$out/part-0000.parquet" <<'JS'
 const { DuckDBInstance } = require('@duckdb/node-api');
 (async () => {
   const [inp, out] = process.argv.slice(2);

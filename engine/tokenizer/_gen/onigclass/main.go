@@ -7,7 +7,7 @@
 //
 // Usage (from engine/tokenizer, with `make deps` done):
 //
-//	NODE_PATH=../../.cache/node/node_modules go run ./_gen/onigclass > unicode_onig.go
+//	NODE_PATH=$(../../scripts/test-deps.sh --node-path) go run ./_gen/onigclass > unicode_onig.go
 package main
 
 import (

@@ -15,7 +15,7 @@
 //
 // Usage (from engine/tokenizer, with `make deps` done):
 //
-//	NODE_PATH=../../.cache/node/node_modules go run ./_gen/onignorm > unicode_onignorm.go
+//	NODE_PATH=$(../../scripts/test-deps.sh --node-path) go run ./_gen/onignorm > unicode_onignorm.go
 package main
 
 import (
