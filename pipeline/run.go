@@ -49,6 +49,10 @@ type Config struct {
 	// why) instead of being left for the next run to retry.
 	SkipBadFiles bool
 
+	// Stdout receives the results when Out is "-" or /dev/stdout (default
+	// os.Stdout): a field so tests can capture it.
+	Stdout io.Writer
+
 	Log      *slog.Logger
 	Progress io.Writer     // a terminal: draw a progress bar there; nil: log lines
 	LogEvery time.Duration // period of progress log lines (default 10s)
@@ -109,8 +113,24 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		return nil, err
 	}
 	schema := jobs.SchemaFor(cfg.Job, labels)
+	manifest := jobs.Manifest{Job: cfg.Job, ModelPath: cfg.ModelPath, ModelID: cfg.ModelID}
+	if out.merge == stdoutName {
+		// Results to stdout cannot be resumed (what was written is gone
+		// with the pipe), so the parts are staged in a private temporary
+		// folder, removed whatever happens.
+		tmp, err := os.MkdirTemp("", "onecore-stdout-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(tmp)
+		out.dir = tmp
+	} else if out.merge != "" {
+		if err := checkOutputFile(out, manifest, cfg.Force); err != nil {
+			return nil, err
+		}
+	}
 	od := jobs.OutDir{Path: out.dir, Format: out.format}
-	if err := od.Prepare(jobs.Manifest{Job: cfg.Job, ModelPath: cfg.ModelPath, ModelID: cfg.ModelID}, cfg.Force); err != nil {
+	if err := od.Prepare(manifest, cfg.Force); err != nil {
 		return nil, err
 	}
 
@@ -267,6 +287,9 @@ func (c *Config) defaults() error {
 	if c.BatchRows <= 0 {
 		c.BatchRows = 1024
 	}
+	if c.Stdout == nil {
+		c.Stdout = os.Stdout
+	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -306,9 +329,39 @@ func FormatOf(name string) string {
 // StagingSuffix names the parts directory of a merged output file.
 const StagingSuffix = ".onecore-parts"
 
+// stdoutName is output.merge for results written to standard output.
+const stdoutName = "-"
+
+// IsStdout reports whether --out names standard output ("-" or
+// /dev/stdout).
+func IsStdout(out string) bool { return out == "-" || out == "/dev/stdout" }
+
+// CheckOutput validates --out and --format the way Run will, without
+// touching the file system beyond a stat: the command calls it before
+// loading the model, so a bad flag is a usage error reported at once.
+func CheckOutput(out, format string, p jobs.Placement) error {
+	_, err := resolveOutput(out, format, p)
+	return err
+}
+
 func resolveOutput(out, format string, p jobs.Placement) (output, error) {
 	if out == "" {
 		return output{}, errors.New("no output: pass --out DIR/ or --out FILE.parquet")
+	}
+	if IsStdout(out) {
+		// Only formats that can be written front to back go to a pipe:
+		// Parquet and Arrow files end with a footer written last.
+		switch format {
+		case "":
+			format = "jsonl"
+		case "jsonl", "jsonl.zst":
+		default:
+			return output{}, fmt.Errorf("--out %s: --format %q cannot be streamed; want jsonl or jsonl.zst", out, format)
+		}
+		if p.World > 1 {
+			return output{}, fmt.Errorf("--out %s with rank %d of %d: give a directory (each rank writes its own parts)", out, p.Rank, p.World)
+		}
+		return output{format: format, merge: stdoutName}, nil
 	}
 	if f := FormatOf(out); f != "" && !strings.HasSuffix(out, "/") {
 		if st, err := os.Stat(out); err == nil && st.IsDir() {

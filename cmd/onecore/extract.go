@@ -72,8 +72,13 @@ Every row also has id, file, row, tokens, truncated and the --keep columns.
 
 Output: --out DIR/ writes one part per input shard (DIR/part-*.parquet) plus
 bookkeeping (_onecore.json, _done/, _rejects/); --out FILE.parquet (or .arrow,
-.jsonl, .jsonl.zst) assembles the parts into one file at the end. Rejected
-rows go to the rejects files with file, row and reason.
+.jsonl, .jsonl.zst) assembles the parts into one file at the end, recording
+the job and model in FILE.onecore.json: an existing FILE is replaced only by
+the same job and model (a rerun of the same command recomputes it), any other
+file there needs --force. --out - (or /dev/stdout) writes JSON Lines (or
+--format jsonl.zst) to stdout at the end of the run, the summary then going to
+stderr, and rejected rows to the log. Rejected rows go to the rejects files
+with file, row, id (when it was readable) and reason.
 
 Resume: rerunning the same command skips finished shards and redoes the rest,
 so a run killed at any point (SIGKILL too) ends with every row written
@@ -133,7 +138,7 @@ func newExtractCmd(use string, task jobs.Task, short string) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&fl.jobFile, "job", "", "job YAML file (flags override its fields)")
 	f.StringSliceVar(&fl.in, "in", nil, "input shards: files, directories or globs (repeatable, comma-separated)")
-	f.StringVar(&fl.out, "out", "", "output directory (one part per shard) or file (.parquet, .arrow, .jsonl, .jsonl.zst)")
+	f.StringVar(&fl.out, "out", "", "output directory (one part per shard), file (.parquet, .arrow, .jsonl, .jsonl.zst), or - for stdout (JSON Lines)")
 	f.StringVar(&fl.format, "format", "", "parts format in directory mode: parquet (default), arrow, jsonl, jsonl.zst")
 	f.StringVar(&fl.model, "model", "", "checkpoint directory (default $"+models.EnvVar+", then the bundled model)")
 	if task == "" {
@@ -158,7 +163,7 @@ func newExtractCmd(use string, task jobs.Task, short string) *cobra.Command {
 	f.IntVar(&fl.packTokens, "pack-tokens", 0, "tokens per engine pack (default 1024)")
 	f.IntVar(&fl.rank, "rank", -1, "this process's rank (default from Slurm/Kubernetes, else 0)")
 	f.IntVar(&fl.world, "world", 0, "number of ranks (default from Slurm, else 1)")
-	f.BoolVar(&fl.force, "force", false, "recompute into an output written by another job or model")
+	f.BoolVar(&fl.force, "force", false, "recompute into an output written by another job or model, or replace a file onecore did not write")
 	f.BoolVar(&fl.skipBad, "skip-bad-files", false, "mark unreadable input files done (rows before the error kept) instead of retrying them next run")
 	f.BoolVar(&fl.noPin, "no-pin", false, "do not pin engine workers to cores")
 	f.StringVar(&fl.progress, "progress", "auto", "auto (bar on a terminal, else log lines), bar, log or none")
@@ -243,6 +248,16 @@ func runExtract(cmd *cobra.Command, fl *extractFlags) error {
 	if err != nil {
 		return usageError{err}
 	}
+	// Every flag is checked before anything slow (listing the inputs,
+	// loading the model): a typo is a usage error (exit 2) at once.
+	if err := pipeline.CheckOutput(job.Out, fl.format, place); err != nil {
+		return usageError{err}
+	}
+	switch fl.progress {
+	case "auto", "bar", "log", "none":
+	default:
+		return usageError{fmt.Errorf("--progress %q: want auto, bar, log or none", fl.progress)}
+	}
 	stderr := cmd.ErrOrStderr()
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	// Signals are handled from here on, before anything slow (listing the
@@ -294,8 +309,13 @@ func runExtract(cmd *cobra.Command, fl *extractFlags) error {
 	case "log":
 	case "none":
 		cfg.LogEvery = 1 << 62
-	default:
-		return usageError{fmt.Errorf("--progress %q: want auto, bar, log or none", fl.progress)}
+	}
+	// With the results on stdout, the summary goes to stderr (and to
+	// --summary FILE when given) so the two never interleave.
+	sumOut := cmd.OutOrStdout()
+	if pipeline.IsStdout(job.Out) {
+		sumOut = stderr
+		cfg.Stdout = cmd.OutOrStdout()
 	}
 	log.Info("extract", "task", job.Task, "model", dir, "model_from", source, "shards", len(shards),
 		"rank", place.Rank, "world", place.World, "placement", place.From, "out", job.Out)
@@ -303,7 +323,7 @@ func runExtract(cmd *cobra.Command, fl *extractFlags) error {
 	started()
 	sum, runErr := pipeline.Run(ctx, cfg)
 	if sum != nil {
-		if err := printSummary(cmd.OutOrStdout(), fl.summary, sum); err != nil && runErr == nil {
+		if err := printSummary(sumOut, fl.summary, sum); err != nil && runErr == nil {
 			runErr = err
 		}
 	}
