@@ -54,7 +54,8 @@ type extractFlags struct {
 	summary                         string
 }
 
-const extractLong = `extract runs a job over every document of the input shards (Parquet and JSON
+// extractHead is the opening of extract's help: what it does and its tasks.
+const extractHead = `extract runs a job over every document of the input shards (Parquet and JSON
 Lines, plain, .gz or .zst; files, directories or globs) on every CPU core and
 writes one result row per document.
 
@@ -70,7 +71,63 @@ Tasks (--task, or task: in a --job YAML file; flags override the file):
   embed     embedding: the mean-pooled final hidden state (list<float32>)
 Every row also has id, file, row, tokens, truncated and the --keep columns.
 
-Output: --out DIR/ writes one part per input shard (DIR/part-*.parquet) plus
+`
+
+// taskHelp is the opening of the help of each task-named command: the same
+// run as extract --task T, described with only what applies to T.
+var taskHelp = map[jobs.Task]struct{ head, example string }{
+	jobs.TaskClassify: {`classify runs extract --task classify: it labels every document of the input
+shards (Parquet and JSON Lines, plain, .gz or .zst; files, directories or
+globs) on every CPU core, one result row per document.
+
+Columns: label (the most probable label), score (its probability) and probs
+(one probability per label, in label order), plus id, file, row, tokens,
+truncated and the --keep columns. The labels come from the model's
+classifier head, or, with --labels a,b,..., by scoring each label string
+after the --template prompt (--classify-by auto, head or labels).
+
+`, `  onecore classify --in testdata/sample --out labels.parquet --keep gold
+  onecore classify --labels positive,negative --in reviews.parquet --out labels.parquet
+  onecore classify --model my-model/ --in 'shards/*.jsonl.zst' --out labels/ --workers 8`},
+	jobs.TaskScore: {`score runs extract --task score: it scores every document of the input
+shards (Parquet and JSON Lines, plain, .gz or .zst; files, directories or
+globs) with the language model on every CPU core, one result row per
+document: a perplexity filter, as CCNet does.
+
+Columns:
+  mean_logprob   mean natural-log probability of the document's tokens after
+                 <bos>: depends on the tokenizer (more, shorter tokens score
+                 higher per token)
+  perplexity     exp(-mean_logprob)
+plus id, file, row, tokens, truncated and the --keep columns.
+
+`, `  onecore score --in testdata/sample --out scores.parquet
+  onecore score --in 'corpus/*.jsonl.zst' --out scores/ --keep url --max-tokens 512
+  onecore score --in docs.jsonl --out - | head`},
+	jobs.TaskEmbed: {`embed runs extract --task embed: it embeds every document of the input shards
+(Parquet and JSON Lines, plain, .gz or .zst; files, directories or globs)
+on every CPU core, one result row per document.
+
+Columns: embedding (list<float32>, the mean-pooled final hidden state of the
+document's tokens), plus id, file, row, tokens, truncated and the --keep
+columns.
+
+`, `  onecore embed --in testdata/sample --out embeddings.parquet
+  onecore embed --in 'corpus/*.parquet' --out emb/ --keep url --max-tokens 256`},
+}
+
+// taskFlags lists, per task-named command, the flags of extract that do
+// not apply to it: hidden from its help (still accepted, as a job file may
+// set the same fields for another task).
+var taskFlags = map[jobs.Task][]string{
+	jobs.TaskClassify: {"question", "question-field", "max-new-tokens", "extractive", "abstain"},
+	jobs.TaskScore:    {"template", "question", "question-field", "labels", "classify-by", "max-new-tokens", "extractive", "abstain"},
+	jobs.TaskEmbed:    {"template", "question", "question-field", "labels", "classify-by", "max-new-tokens", "extractive", "abstain"},
+}
+
+// extractTail is the part of the help every job command shares: output,
+// resume, scale-out, model, bad inputs and exit codes.
+const extractTail = `Output: --out DIR/ writes one part per input shard (DIR/part-*.parquet) plus
 bookkeeping (_onecore.json, _done/, _rejects/); --out FILE.parquet (or .arrow,
 .jsonl, .jsonl.zst) assembles the parts into one file at the end, recording
 the job and model in FILE.onecore.json: an existing FILE is replaced only by
@@ -104,6 +161,9 @@ Exit codes: 0 done, 1 error, 2 usage, 3 done but rows or files were rejected,
 4 some shards failed and were left for a rerun, 130 interrupted (rerun to
 resume). A JSON summary is printed to stdout.`
 
+// extractLong is extract's full help.
+const extractLong = extractHead + extractTail
+
 const extractExample = `  onecore extract --in testdata/sample --out results.parquet
   onecore extract --task score --in 'corpus/*.jsonl.zst' --out scores/ --keep url
   onecore extract --job spam.yaml --in shards/ --out spam/ --workers 8
@@ -119,11 +179,15 @@ func init() {
 
 func newExtractCmd(use string, task jobs.Task, short string) *cobra.Command {
 	var fl extractFlags
+	long, example := extractLong, extractExample
+	if h, ok := taskHelp[task]; ok {
+		long, example = h.head+extractTail, h.example
+	}
 	cmd := &cobra.Command{
 		Use:     use,
 		Short:   short,
-		Long:    extractLong,
-		Example: extractExample,
+		Long:    long,
+		Example: example,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if task != "" {
@@ -169,6 +233,9 @@ func newExtractCmd(use string, task jobs.Task, short string) *cobra.Command {
 	f.StringVar(&fl.progress, "progress", "auto", "auto (bar on a terminal, else log lines), bar, log or none")
 	f.DurationVar(&fl.logEvery, "log-every", 10*time.Second, "period of the progress log lines (--progress log)")
 	f.StringVar(&fl.summary, "summary", "", "also write the JSON summary to this file")
+	for _, name := range taskFlags[task] {
+		f.MarkHidden(name)
+	}
 	return cmd
 }
 
