@@ -57,7 +57,7 @@ func (r *runner) merge() error {
 	}
 	var parts, rejects []string
 	for _, sh := range r.cfg.Shards { // world is 1 in merge mode: every shard is ours
-		name := jobs.PartName(sh.Key)
+		name := r.od.NameFor(sh.Key)
 		parts = append(parts, r.od.PartPath(name))
 		if _, err := os.Stat(r.od.RejectsPath(name)); err == nil {
 			rejects = append(rejects, r.od.RejectsPath(name))

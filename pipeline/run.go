@@ -193,19 +193,22 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 
 // excludeOutput drops input files that are this run's own output: the parts
 // folder (or the staging folder of a single output file) and the output
-// file itself, for an output placed inside the input tree, which would
+// file itself with its record and rejects beside it, for an output placed inside the input tree, which would
 // otherwise be read back as input on the next run.
 func excludeOutput(shards []Shard, out output, log *slog.Logger) []Shard {
 	dir := canonicalPath(out.dir)
-	file := ""
-	if out.merge != "" {
-		file = canonicalPath(out.merge)
+	// the file, and what is written beside it: its record and rejects
+	files := map[string]bool{}
+	if out.merge != "" && out.merge != stdoutName {
+		for _, suffix := range []string{"", OutputRecordSuffix, ".rejects.jsonl"} {
+			files[canonicalPath(out.merge+suffix)] = true
+		}
 	}
 	kept := shards[:0:0]
 	dropped := 0
 	for _, sh := range shards {
 		p := canonicalPath(sh.Path)
-		if p == file || p == dir || strings.HasPrefix(p, dir+string(filepath.Separator)) {
+		if files[p] || (out.dir != "" && p == dir) || strings.HasPrefix(p, dir+string(filepath.Separator)) {
 			dropped++
 			continue
 		}
@@ -255,7 +258,7 @@ func resolveKeys(shards []Shard, od jobs.OutDir) []Shard {
 				keeper = i
 			}
 		}
-		if m := od.Marked(jobs.PartName(key)); m != nil && m.Path != "" {
+		if m := od.Marked(od.NameFor(key)); m != nil && m.Path != "" {
 			for _, i := range idx {
 				if canonicalPath(shards[i].Path) == canonicalPath(m.Path) {
 					keeper = i
@@ -424,6 +427,9 @@ type runner struct {
 	prevMu sync.Mutex
 	failMu sync.Mutex
 	failed []FailedShard // shards whose file failed, left unmarked for a retry
+	// keepWarned holds the --keep fields already warned about (collector
+	// goroutine only).
+	keepWarned map[string]bool
 }
 
 // plan picks this rank's shards and skips finished ones. Locks are taken
@@ -435,7 +441,7 @@ func (r *runner) plan() error {
 	seen := map[string]string{}
 	for _, i := range idx {
 		sh := r.cfg.Shards[i]
-		name := jobs.PartName(sh.Key)
+		name := r.od.NameFor(sh.Key)
 		if prev, ok := seen[name]; ok {
 			return fmt.Errorf("shards %s and %s map to the same part name", prev, sh.Key)
 		}
@@ -659,7 +665,7 @@ func (r *runner) read(ctx context.Context, tokCh chan<- []*item, collCh chan<- e
 				}
 				var rowErr *RowError
 				if errors.As(err, &rowErr) {
-					it := &item{shard: sr, seq: seq, doc: Doc{File: rowErr.File, Row: rowErr.Row}, reject: rowErr.Reason}
+					it := &item{shard: sr, seq: seq, doc: Doc{File: rowErr.File, Row: rowErr.Row, ID: rowErr.ID}, reject: rowErr.Reason}
 					seq++
 					r.st.addBusy(stRead, t0)
 					collCh <- event{items: []*item{it}}
