@@ -314,6 +314,8 @@ func (r *runner) appendRow(b *array.RecordBuilder, it *item) {
 			fb.(*array.Float64Builder).Append(it.res.meanLogp)
 		case jobs.ColPerplexity:
 			fb.(*array.Float64Builder).Append(it.res.perplexity)
+		case jobs.ColBitsPerByte:
+			fb.(*array.Float64Builder).Append(it.res.bitsPerB)
 		case jobs.ColAnswer:
 			fb.(*array.StringBuilder).Append(it.res.answer)
 		case jobs.ColAnswerLogp:

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -69,7 +70,10 @@ type item struct {
 	promptLen int
 	reject    string // non-empty: goes to rejects with this reason
 	textLen   int    // bytes of text (the text itself is dropped after tokenizing)
-	res       result
+	// scoredBytes are the bytes of text the kept tokens cover (score: the
+	// denominator of bits_per_byte): textLen, or less when truncated.
+	scoredBytes int
+	res         result
 }
 
 func (it *item) cost() int {
@@ -760,9 +764,43 @@ func (r *runner) tokenizeDoc(it *item) {
 		it.truncated = true
 	}
 	it.tokens = append(append(make([]int32, 0, len(ids)+1), BOS), ids...)
+	if job.Task == jobs.TaskScore {
+		it.scoredBytes = len(it.doc.Text)
+		if it.truncated {
+			it.scoredBytes = coveredBytes(r.cfg.Tokenizer, text, ids)
+		}
+	}
 	if err := r.task.prepare(it, r.cfg.Tokenizer); err != nil {
 		it.reject = err.Error()
 	}
+}
+
+// coveredBytes is how many leading bytes of text the tokens ids (a prefix
+// of text's encoding) stand for, so that bits per byte of a truncated
+// document divide the kept tokens' information by the text they cover, not
+// by the whole document. Decoding gives it directly when it reproduces a
+// prefix of the text (byte-level BPE); otherwise (normalizers, decoders
+// that drop spaces) it is found by bisection over prefixes of whole
+// characters whose encoding starts with ids: exact to within a character
+// or so, which is noise for a per-document rate.
+func coveredBytes(tok Tokenizer, text string, ids []int32) int {
+	if d := tok.Decode(ids); d != "" && strings.HasPrefix(text, d) {
+		return len(d)
+	}
+	lo, hi := 0, len(text) // Encode(text[:hi]) starts with ids
+	for hi-lo > 1 {
+		mid := len(cutUTF8(text, (lo+hi)/2))
+		if mid <= lo {
+			// no character boundary strictly between lo and hi
+			break
+		}
+		if enc := tok.Encode(text[:mid]); len(enc) >= len(ids) && slices.Equal(enc[:len(ids)], ids) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
 }
 
 // cutUTF8 cuts s to at most n bytes without splitting a character.

@@ -64,7 +64,8 @@ Tasks (--task, or task: in a --job YAML file; flags override the file):
             classifier head, or by scoring each --labels string after the prompt
             (the default task; without --task, a model without a classifier
             head and no --labels, the task is score)
-  score     mean_logprob, perplexity (a perplexity filter, as CCNet does)
+  score     mean_logprob, perplexity (a perplexity filter, as CCNet does),
+            bits_per_byte (tokenizer-independent: see 'onecore score --help')
   extract   answer, answer_logprob, abstained: the --template prompt with the
             document (and --question / --question-field) decoded greedily;
             --extractive keeps the answer a span of the document
@@ -99,6 +100,10 @@ Columns:
                  <bos>: depends on the tokenizer (more, shorter tokens score
                  higher per token)
   perplexity     exp(-mean_logprob)
+  bits_per_byte  -sum(log2 p(token)) / UTF-8 bytes of the text those tokens
+                 cover (a truncated document counts only the bytes its kept
+                 tokens cover): independent of the tokenizer, so a filter
+                 threshold survives a change of tokenizer or model
 plus id, file, row, tokens, truncated and the --keep columns.
 
 `, `  onecore score --in testdata/sample --out scores.parquet

@@ -27,7 +27,7 @@ func TestTaskCommandHelp(t *testing.T) {
 	flag := func(name string) *regexp.Regexp { return regexp.MustCompile(`(?m)^\s+--` + name + `\b`) }
 	cases := map[string]struct{ want, flags, notFlags []string }{
 		"classify": {[]string{"onecore classify --in", "probs"}, []string{"labels", "template", "keep"}, []string{"question", "question-field", "extractive", "max-new-tokens", "abstain", "task"}},
-		"score":    {[]string{"onecore score --in", "mean_logprob", "perplexity"}, []string{"keep", "max-tokens"}, []string{"question", "labels", "template", "classify-by", "extractive", "task"}},
+		"score":    {[]string{"onecore score --in", "mean_logprob", "perplexity", "bits_per_byte"}, []string{"keep", "max-tokens"}, []string{"question", "labels", "template", "classify-by", "extractive", "task"}},
 		"embed":    {[]string{"onecore embed --in", "embedding"}, []string{"keep"}, []string{"question", "labels", "template", "extractive", "task"}},
 		"extract":  {[]string{"onecore extract --"}, []string{"question", "labels", "task", "extractive", "template"}, nil},
 	}
