@@ -242,6 +242,13 @@ func writeAs(w PartWriter, schema *arrow.Schema, rec arrow.RecordBatch) error {
 	return w.Write(out)
 }
 
+// ReadRecords streams the record batches of a Parquet or Arrow IPC results
+// file (format "parquet" or "arrow") to fn, stopping at fn's first error,
+// which it returns. onecore show reads results with it.
+func ReadRecords(path, format string, fn func(arrow.RecordBatch) error) error {
+	return copyRecords(path, format, fn)
+}
+
 // copyRecords streams the record batches of an output file to write.
 func copyRecords(path, format string, write func(arrow.RecordBatch) error) error {
 	switch format {
