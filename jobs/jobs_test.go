@@ -305,3 +305,24 @@ func TestMarkerNeedsPart(t *testing.T) {
 		t.Fatal("marker with part not done")
 	}
 }
+
+func TestPartNameReadable(t *testing.T) {
+	for key, want := range map[string]string{
+		"part-0000.parquet":   "part-0000-",
+		"a/b.jsonl.zst":       "part-a_b-",
+		"s00.jsonl.gz":        "part-s00-",
+		"part-.parquet":       "part-",
+		"weird name.JSONL":    "part-weird_name-",
+		"data/part-00001.bin": "part-data_part-00001.bin-",
+	} {
+		if got := PartName(key); !strings.HasPrefix(got, want) || len(got) != len(want)+8 {
+			t.Errorf("PartName(%q) = %q, want %q + 8 hex digits", key, got, want)
+		}
+	}
+	if PartName("x.jsonl") == PartName("x.parquet") {
+		t.Error("keys differing only in extension share a part name")
+	}
+	if got := LegacyPartName("part-0000.parquet"); got != "part-part-0000.parquet-"+PartName("part-0000.parquet")[len("part-0000-"):] {
+		t.Errorf("LegacyPartName = %q", got)
+	}
+}

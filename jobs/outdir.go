@@ -113,10 +113,40 @@ func (d OutDir) Prepare(m Manifest, force bool) error {
 	return atomicfile.WriteFile(path, append(nb, '\n'))
 }
 
-// PartName is the stable file stem of a shard's part: the shard key made
-// filename-safe plus a short hash of the key (so distinct keys never collide
-// after sanitizing).
+// PartName is the stable file stem of a shard's part: "part-", the shard
+// key made readable (its input extension and a leading "part-" dropped, so
+// part-0000.parquet gives part-0000-68a9940f, not
+// part-part-0000.parquet-68a9940f) and filename-safe, then a short hash of
+// the whole key, which keeps distinct keys distinct whatever was dropped.
+// Outputs written before this naming keep their names: see NameFor.
 func PartName(key string) string {
+	stem := stripInputExt(key)
+	s := sanitizeKey(stem)
+	for _, p := range []string{"part-", "part_"} {
+		s = strings.TrimPrefix(s, p)
+	}
+	s = strings.Trim(s, "._-")
+	h := sha256.Sum256([]byte(key))
+	if s == "" {
+		return "part-" + hex.EncodeToString(h[:4])
+	}
+	return "part-" + s + "-" + hex.EncodeToString(h[:4])
+}
+
+// LegacyPartName is the part name of outputs written before PartName
+// dropped the input extension (the whole key, sanitized).
+func LegacyPartName(key string) string {
+	s := strings.Trim(sanitizeKey(key), "._")
+	if len(s) > 80 {
+		s = s[len(s)-80:]
+	}
+	h := sha256.Sum256([]byte(key))
+	return "part-" + s + "-" + hex.EncodeToString(h[:4])
+}
+
+// sanitizeKey replaces what is not a letter, digit, '-' or '.' by '_' and
+// keeps the last 80 bytes (the file name end is the telling part).
+func sanitizeKey(key string) string {
 	var b strings.Builder
 	for _, r := range key {
 		switch {
@@ -126,12 +156,47 @@ func PartName(key string) string {
 			b.WriteByte('_')
 		}
 	}
-	s := strings.Trim(b.String(), "._")
+	s := b.String()
 	if len(s) > 80 {
 		s = s[len(s)-80:]
 	}
-	h := sha256.Sum256([]byte(key))
-	return "part-" + s + "-" + hex.EncodeToString(h[:4])
+	return s
+}
+
+// stripInputExt drops a compression suffix and then an input format
+// extension from key.
+func stripInputExt(key string) string {
+	lower := strings.ToLower(key)
+	for _, ext := range []string{".gz", ".zst", ".zstd"} {
+		if strings.HasSuffix(lower, ext) {
+			key, lower = key[:len(key)-len(ext)], lower[:len(lower)-len(ext)]
+			break
+		}
+	}
+	for _, ext := range []string{".parquet", ".jsonl", ".ndjson", ".json"} {
+		if strings.HasSuffix(lower, ext) {
+			return key[:len(key)-len(ext)]
+		}
+	}
+	return key
+}
+
+// NameFor is the part name of the shard keyed key in this directory: the
+// legacy name when an earlier onecore left that shard's part or marker
+// under it (finished, or renamed into place before a kill: a rerun must
+// find the marker, and must not write the same rows a second time under
+// another name), else PartName.
+func (d OutDir) NameFor(key string) string {
+	name, old := PartName(key), LegacyPartName(key)
+	if name == old {
+		return name
+	}
+	for _, p := range []string{d.markerPath(old), d.PartPath(old)} {
+		if _, err := os.Stat(p); err == nil {
+			return old
+		}
+	}
+	return name
 }
 
 // PartPath is where the part of the shard named name is written.

@@ -22,6 +22,7 @@ const (
 	ColProbs        = "probs"          // classify: probabilities in label order (schema metadata onecore.labels)
 	ColMeanLogprob  = "mean_logprob"   // score: mean natural-log probability per predicted token
 	ColPerplexity   = "perplexity"     // score: exp(−mean_logprob)
+	ColBitsPerByte  = "bits_per_byte"  // score: −Σ log2 p(token) / UTF-8 bytes of the text the scored tokens cover
 	ColAnswer       = "answer"         // extract: the decoded answer text
 	ColAnswerLogp   = "answer_logprob" // extract: summed log-prob of the answer tokens
 	ColAbstained    = "abstained"      // extract: no answer (empty, or an abstain string)
@@ -53,6 +54,7 @@ func OutputSchema(task Task, keep []string) *arrow.Schema {
 		fields = append(fields,
 			arrow.Field{Name: ColMeanLogprob, Type: arrow.PrimitiveTypes.Float64},
 			arrow.Field{Name: ColPerplexity, Type: arrow.PrimitiveTypes.Float64},
+			arrow.Field{Name: ColBitsPerByte, Type: arrow.PrimitiveTypes.Float64},
 		)
 	case TaskExtract:
 		fields = append(fields,

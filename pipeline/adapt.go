@@ -77,7 +77,7 @@ func (a *readerAdapter) Close() error { return a.r.Close() }
 func convertReadErr(err error, path string) error {
 	switch e := err.(type) {
 	case *readers.Reject:
-		return &RowError{File: e.File, Row: e.Row, Reason: e.Reason}
+		return &RowError{File: e.File, Row: e.Row, ID: e.ID, Reason: e.Reason}
 	case *readers.FileError:
 		return &FileError{File: e.File, Row: e.Row, Err: e.Err}
 	}

@@ -41,6 +41,7 @@ type shardRun struct {
 	rejected  int64
 	tokens    int64
 	textBytes int64
+	keepSeen  []bool // per --keep field: some written row had a value
 }
 
 // collect puts results back in input order per shard, writes them, and
@@ -170,6 +171,14 @@ func (r *runner) drain(sr *shardRun) error {
 		sr.textBytes += int64(it.textLen)
 		r.st.textSeen.Add(int64(it.textLen))
 		r.appendRow(sr.bld, it)
+		if sr.keepSeen == nil {
+			sr.keepSeen = make([]bool, len(r.cfg.Job.Keep))
+		}
+		for k := range sr.keepSeen {
+			if k < len(it.doc.Keep) && it.doc.Keep[k].Valid {
+				sr.keepSeen[k] = true
+			}
+		}
 		sr.rows++
 		sr.rowsOut++
 		sr.tokens += int64(len(it.tokens))
@@ -226,6 +235,7 @@ func (r *runner) maybeFinish(sr *shardRun) error {
 		return err
 	}
 	crashPoint("marked")
+	r.warnMissingKeep(sr)
 	sr.lock.Unlock()
 	sr.lock = nil
 	// Only now do the shard's rows count as written: rows of a shard that
@@ -236,6 +246,26 @@ func (r *runner) maybeFinish(sr *shardRun) error {
 	r.st.doneBytes.Add(sr.Size)
 	r.st.doneText.Add(sr.textBytes)
 	return nil
+}
+
+// warnMissingKeep warns, once per field and run, of a --keep field no
+// written row of the shard had a value for (a typo, or a field another
+// format names differently): its column is all null there, which is
+// otherwise easy to miss.
+func (r *runner) warnMissingKeep(sr *shardRun) {
+	if sr.rowsOut == 0 {
+		return
+	}
+	for k, f := range r.cfg.Job.Keep {
+		if (k < len(sr.keepSeen) && sr.keepSeen[k]) || r.keepWarned[f] {
+			continue
+		}
+		if r.keepWarned == nil {
+			r.keepWarned = map[string]bool{}
+		}
+		r.keepWarned[f] = true
+		r.cfg.Log.Warn("--keep field has no value in any row of the shard: its column is null there (warned once per field)", "field", f, "shard", sr.Path, "rows", sr.rowsOut)
+	}
 }
 
 // abort drops a shard's unfinished outputs (nothing reaches its final name).
@@ -284,6 +314,8 @@ func (r *runner) appendRow(b *array.RecordBuilder, it *item) {
 			fb.(*array.Float64Builder).Append(it.res.meanLogp)
 		case jobs.ColPerplexity:
 			fb.(*array.Float64Builder).Append(it.res.perplexity)
+		case jobs.ColBitsPerByte:
+			fb.(*array.Float64Builder).Append(it.res.bitsPerB)
 		case jobs.ColAnswer:
 			fb.(*array.StringBuilder).Append(it.res.answer)
 		case jobs.ColAnswerLogp:

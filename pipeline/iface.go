@@ -45,6 +45,7 @@ type Doc struct {
 type RowError struct {
 	File   string
 	Row    int64
+	ID     string // the row's id when it could be read, else ""
 	Reason string
 }
 

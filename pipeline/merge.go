@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -56,11 +57,14 @@ func (r *runner) merge() error {
 	}
 	var parts, rejects []string
 	for _, sh := range r.cfg.Shards { // world is 1 in merge mode: every shard is ours
-		name := jobs.PartName(sh.Key)
+		name := r.od.NameFor(sh.Key)
 		parts = append(parts, r.od.PartPath(name))
 		if _, err := os.Stat(r.od.RejectsPath(name)); err == nil {
 			rejects = append(rejects, r.od.RejectsPath(name))
 		}
+	}
+	if final == stdoutName {
+		return r.mergeToStdout(parts, rejects)
 	}
 	rejPath := final + ".rejects.jsonl"
 	if len(rejects) > 0 {
@@ -91,6 +95,9 @@ func (r *runner) merge() error {
 			return fmt.Errorf("close %s: %w", final, err)
 		}
 	}
+	if err := writeOutputRecord(final, jobs.Manifest{Job: r.cfg.Job, ModelPath: r.cfg.ModelPath, ModelID: r.cfg.ModelID, Format: r.out.format}); err != nil {
+		return err
+	}
 	crashPoint("merged")
 	r.unlockAll()
 	// Still holding the merge lock (its file goes with the folder): a
@@ -103,6 +110,103 @@ func (r *runner) merge() error {
 	syncDir(r.od.Path)
 	crashPoint("cleanup")
 	return os.RemoveAll(r.od.Path)
+}
+
+// mergeToStdout writes the parts, in shard order, to the run's Stdout, and
+// the rejects as warnings on the log (there is no place beside a pipe to
+// put a rejects file). The staging folder is the caller's temporary one.
+func (r *runner) mergeToStdout(parts, rejects []string) error {
+	bw := bufio.NewWriterSize(r.cfg.Stdout, 1<<20)
+	for _, p := range parts {
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(bw, f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("writing results to stdout: %w", err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("writing results to stdout: %w", err)
+	}
+	for _, p := range rejects {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			r.cfg.Log.Warn("rejected", "row", line)
+		}
+	}
+	if len(rejects) > 0 {
+		r.sum.Rejects = "stderr (the log's \"rejected\" lines)"
+	}
+	return nil
+}
+
+// OutputRecordSuffix names the record written beside a single output file
+// (FILE + suffix): the job and model that wrote it, and the file's size and
+// modification time then. A later run replaces the file only when the
+// record matches it and this run's job and model (the rerun of the same
+// command); anything else there, another job's results or a file some other
+// tool wrote, is refused without --force.
+const OutputRecordSuffix = ".onecore.json"
+
+// outputRecord is the content of FILE.onecore.json.
+type outputRecord struct {
+	jobs.Manifest
+	Size    int64 `json:"size"`
+	MTimeNS int64 `json:"mtime_ns"`
+}
+
+// writeOutputRecord records, beside the assembled file final, which job and
+// model wrote it.
+func writeOutputRecord(final string, m jobs.Manifest) error {
+	st, err := os.Stat(final)
+	if err != nil {
+		return err
+	}
+	m.Version = 1
+	if m.Fingerprint == "" && m.Job != nil {
+		m.Fingerprint = m.Job.Fingerprint()
+	}
+	m.Created = time.Now().UTC().Format(time.RFC3339)
+	b, _ := json.MarshalIndent(outputRecord{Manifest: m, Size: st.Size(), MTimeNS: st.ModTime().UnixNano()}, "", "  ")
+	return atomicfile.WriteFile(final+OutputRecordSuffix, append(b, '\n'))
+}
+
+// checkOutputFile refuses to replace an existing single output file that
+// this job and model did not write, unless force is set: either its record
+// (FILE.onecore.json) matches it and this run, or the staging folder holds
+// this same job's unfinished assembly (a run killed after renaming the file
+// into place but before cleaning up).
+func checkOutputFile(out output, m jobs.Manifest, force bool) error {
+	st, err := os.Stat(out.merge)
+	if errors.Is(err, os.ErrNotExist) || force {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	fp := m.Job.Fingerprint()
+	same := func(o jobs.Manifest) bool { return o.Fingerprint == fp && o.ModelID == m.ModelID }
+	var rec outputRecord
+	b, err := os.ReadFile(out.merge + OutputRecordSuffix)
+	if err == nil && json.Unmarshal(b, &rec) == nil {
+		if rec.Size == st.Size() && rec.MTimeNS == st.ModTime().UnixNano() {
+			if same(rec.Manifest) {
+				return nil
+			}
+			return fmt.Errorf("%s was written by a different job or model (fingerprint %s, model %s id %s; this run %s, id %s): use another --out, or --force to replace it", out.merge, rec.Fingerprint, rec.ModelPath, rec.ModelID, fp, m.ModelID)
+		}
+	}
+	var staged jobs.Manifest
+	if b, err := os.ReadFile(filepath.Join(out.dir, jobs.ManifestName)); err == nil && json.Unmarshal(b, &staged) == nil && same(staged) {
+		return nil
+	}
+	return fmt.Errorf("%s already exists and was not written by this job and model (no matching %s beside it): use another --out, or --force to replace it", out.merge, filepath.Base(out.merge)+OutputRecordSuffix)
 }
 
 // assembledByOther reports whether another run assembled the output while
@@ -136,6 +240,13 @@ func writeAs(w PartWriter, schema *arrow.Schema, rec arrow.RecordBatch) error {
 	}
 	defer out.Release()
 	return w.Write(out)
+}
+
+// ReadRecords streams the record batches of a Parquet or Arrow IPC results
+// file (format "parquet" or "arrow") to fn, stopping at fn's first error,
+// which it returns. onecore show reads results with it.
+func ReadRecords(path, format string, fn func(arrow.RecordBatch) error) error {
+	return copyRecords(path, format, fn)
 }
 
 // copyRecords streams the record batches of an output file to write.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,6 +50,10 @@ type Config struct {
 	// why) instead of being left for the next run to retry.
 	SkipBadFiles bool
 
+	// Stdout receives the results when Out is "-" or /dev/stdout (default
+	// os.Stdout): a field so tests can capture it.
+	Stdout io.Writer
+
 	Log      *slog.Logger
 	Progress io.Writer     // a terminal: draw a progress bar there; nil: log lines
 	LogEvery time.Duration // period of progress log lines (default 10s)
@@ -65,7 +70,10 @@ type item struct {
 	promptLen int
 	reject    string // non-empty: goes to rejects with this reason
 	textLen   int    // bytes of text (the text itself is dropped after tokenizing)
-	res       result
+	// scoredBytes are the bytes of text the kept tokens cover (score: the
+	// denominator of bits_per_byte): textLen, or less when truncated.
+	scoredBytes int
+	res         result
 }
 
 func (it *item) cost() int {
@@ -109,8 +117,24 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		return nil, err
 	}
 	schema := jobs.SchemaFor(cfg.Job, labels)
+	manifest := jobs.Manifest{Job: cfg.Job, ModelPath: cfg.ModelPath, ModelID: cfg.ModelID}
+	if out.merge == stdoutName {
+		// Results to stdout cannot be resumed (what was written is gone
+		// with the pipe), so the parts are staged in a private temporary
+		// folder, removed whatever happens.
+		tmp, err := os.MkdirTemp("", "onecore-stdout-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(tmp)
+		out.dir = tmp
+	} else if out.merge != "" {
+		if err := checkOutputFile(out, manifest, cfg.Force); err != nil {
+			return nil, err
+		}
+	}
 	od := jobs.OutDir{Path: out.dir, Format: out.format}
-	if err := od.Prepare(jobs.Manifest{Job: cfg.Job, ModelPath: cfg.ModelPath, ModelID: cfg.ModelID}, cfg.Force); err != nil {
+	if err := od.Prepare(manifest, cfg.Force); err != nil {
 		return nil, err
 	}
 
@@ -173,19 +197,22 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 
 // excludeOutput drops input files that are this run's own output: the parts
 // folder (or the staging folder of a single output file) and the output
-// file itself, for an output placed inside the input tree, which would
+// file itself with its record and rejects beside it, for an output placed inside the input tree, which would
 // otherwise be read back as input on the next run.
 func excludeOutput(shards []Shard, out output, log *slog.Logger) []Shard {
 	dir := canonicalPath(out.dir)
-	file := ""
-	if out.merge != "" {
-		file = canonicalPath(out.merge)
+	// the file, and what is written beside it: its record and rejects
+	files := map[string]bool{}
+	if out.merge != "" && out.merge != stdoutName {
+		for _, suffix := range []string{"", OutputRecordSuffix, ".rejects.jsonl"} {
+			files[canonicalPath(out.merge+suffix)] = true
+		}
 	}
 	kept := shards[:0:0]
 	dropped := 0
 	for _, sh := range shards {
 		p := canonicalPath(sh.Path)
-		if p == file || p == dir || strings.HasPrefix(p, dir+string(filepath.Separator)) {
+		if files[p] || (out.dir != "" && p == dir) || strings.HasPrefix(p, dir+string(filepath.Separator)) {
 			dropped++
 			continue
 		}
@@ -235,7 +262,7 @@ func resolveKeys(shards []Shard, od jobs.OutDir) []Shard {
 				keeper = i
 			}
 		}
-		if m := od.Marked(jobs.PartName(key)); m != nil && m.Path != "" {
+		if m := od.Marked(od.NameFor(key)); m != nil && m.Path != "" {
 			for _, i := range idx {
 				if canonicalPath(shards[i].Path) == canonicalPath(m.Path) {
 					keeper = i
@@ -266,6 +293,9 @@ func (c *Config) defaults() error {
 	}
 	if c.BatchRows <= 0 {
 		c.BatchRows = 1024
+	}
+	if c.Stdout == nil {
+		c.Stdout = os.Stdout
 	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -306,9 +336,39 @@ func FormatOf(name string) string {
 // StagingSuffix names the parts directory of a merged output file.
 const StagingSuffix = ".onecore-parts"
 
+// stdoutName is output.merge for results written to standard output.
+const stdoutName = "-"
+
+// IsStdout reports whether --out names standard output ("-" or
+// /dev/stdout).
+func IsStdout(out string) bool { return out == "-" || out == "/dev/stdout" }
+
+// CheckOutput validates --out and --format the way Run will, without
+// touching the file system beyond a stat: the command calls it before
+// loading the model, so a bad flag is a usage error reported at once.
+func CheckOutput(out, format string, p jobs.Placement) error {
+	_, err := resolveOutput(out, format, p)
+	return err
+}
+
 func resolveOutput(out, format string, p jobs.Placement) (output, error) {
 	if out == "" {
 		return output{}, errors.New("no output: pass --out DIR/ or --out FILE.parquet")
+	}
+	if IsStdout(out) {
+		// Only formats that can be written front to back go to a pipe:
+		// Parquet and Arrow files end with a footer written last.
+		switch format {
+		case "":
+			format = "jsonl"
+		case "jsonl", "jsonl.zst":
+		default:
+			return output{}, fmt.Errorf("--out %s: --format %q cannot be streamed; want jsonl or jsonl.zst", out, format)
+		}
+		if p.World > 1 {
+			return output{}, fmt.Errorf("--out %s with rank %d of %d: give a directory (each rank writes its own parts)", out, p.Rank, p.World)
+		}
+		return output{format: format, merge: stdoutName}, nil
 	}
 	if f := FormatOf(out); f != "" && !strings.HasSuffix(out, "/") {
 		if st, err := os.Stat(out); err == nil && st.IsDir() {
@@ -371,6 +431,9 @@ type runner struct {
 	prevMu sync.Mutex
 	failMu sync.Mutex
 	failed []FailedShard // shards whose file failed, left unmarked for a retry
+	// keepWarned holds the --keep fields already warned about (collector
+	// goroutine only).
+	keepWarned map[string]bool
 }
 
 // plan picks this rank's shards and skips finished ones. Locks are taken
@@ -382,7 +445,7 @@ func (r *runner) plan() error {
 	seen := map[string]string{}
 	for _, i := range idx {
 		sh := r.cfg.Shards[i]
-		name := jobs.PartName(sh.Key)
+		name := r.od.NameFor(sh.Key)
 		if prev, ok := seen[name]; ok {
 			return fmt.Errorf("shards %s and %s map to the same part name", prev, sh.Key)
 		}
@@ -606,7 +669,7 @@ func (r *runner) read(ctx context.Context, tokCh chan<- []*item, collCh chan<- e
 				}
 				var rowErr *RowError
 				if errors.As(err, &rowErr) {
-					it := &item{shard: sr, seq: seq, doc: Doc{File: rowErr.File, Row: rowErr.Row}, reject: rowErr.Reason}
+					it := &item{shard: sr, seq: seq, doc: Doc{File: rowErr.File, Row: rowErr.Row, ID: rowErr.ID}, reject: rowErr.Reason}
 					seq++
 					r.st.addBusy(stRead, t0)
 					collCh <- event{items: []*item{it}}
@@ -701,9 +764,43 @@ func (r *runner) tokenizeDoc(it *item) {
 		it.truncated = true
 	}
 	it.tokens = append(append(make([]int32, 0, len(ids)+1), BOS), ids...)
+	if job.Task == jobs.TaskScore {
+		it.scoredBytes = len(it.doc.Text)
+		if it.truncated {
+			it.scoredBytes = coveredBytes(r.cfg.Tokenizer, text, ids)
+		}
+	}
 	if err := r.task.prepare(it, r.cfg.Tokenizer); err != nil {
 		it.reject = err.Error()
 	}
+}
+
+// coveredBytes is how many leading bytes of text the tokens ids (a prefix
+// of text's encoding) stand for, so that bits per byte of a truncated
+// document divide the kept tokens' information by the text they cover, not
+// by the whole document. Decoding gives it directly when it reproduces a
+// prefix of the text (byte-level BPE); otherwise (normalizers, decoders
+// that drop spaces) it is found by bisection over prefixes of whole
+// characters whose encoding starts with ids: exact to within a character
+// or so, which is noise for a per-document rate.
+func coveredBytes(tok Tokenizer, text string, ids []int32) int {
+	if d := tok.Decode(ids); d != "" && strings.HasPrefix(text, d) {
+		return len(d)
+	}
+	lo, hi := 0, len(text) // Encode(text[:hi]) starts with ids
+	for hi-lo > 1 {
+		mid := len(cutUTF8(text, (lo+hi)/2))
+		if mid <= lo {
+			// no character boundary strictly between lo and hi
+			break
+		}
+		if enc := tok.Encode(text[:mid]); len(enc) >= len(ids) && slices.Equal(enc[:len(ids)], ids) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
 }
 
 // cutUTF8 cuts s to at most n bytes without splitting a character.

@@ -17,6 +17,7 @@ type result struct {
 	probs      []float32
 	meanLogp   float64
 	perplexity float64
+	bitsPerB   float64
 	answer     string
 	answerLogp float32
 	abstained  bool
@@ -86,6 +87,9 @@ func (scoreTask) run(w Worker, _ Tokenizer, pack []*item) error {
 		m := s / float64(len(lp))
 		it.res.meanLogp = m
 		it.res.perplexity = math.Exp(-m)
+		if it.scoredBytes > 0 {
+			it.res.bitsPerB = -s / math.Ln2 / float64(it.scoredBytes)
+		}
 	}
 	return nil
 }

@@ -208,6 +208,33 @@ func (s *jsonlSource) parse(line []byte, row int64, doc *Document) error {
 	if err := scanObject(line, s.slots, s.spans, &s.key); err != nil {
 		return s.reject(row, line, "%v", err)
 	}
+	err := s.parseFields(line, row, doc)
+	if rej, ok := err.(*Reject); ok {
+		rej.ID = s.rejectID(line)
+	}
+	return err
+}
+
+// rejectID is the id of a rejected row that parsed as a JSON object, or ""
+// when its id field is missing, null or unusable. A copy: the line's buffer
+// is reused for the next row.
+func (s *jsonlSource) rejectID(line []byte) string {
+	sp := s.spans[slotID]
+	if s.opts.IDField == s.opts.TextField {
+		sp = s.spans[slotText]
+	}
+	if sp.kind == kindMissing || sp.kind == kindNull {
+		return ""
+	}
+	id, err := s.value(line, sp, s.opts.IDField)
+	if err != nil {
+		return ""
+	}
+	return strings.Clone(id)
+}
+
+// parseFields fills doc from a row scanObject has indexed.
+func (s *jsonlSource) parseFields(line []byte, row int64, doc *Document) error {
 	doc.Source = Source{File: s.path, Row: row}
 	s.buf = s.buf[:0]
 	// text

@@ -9,6 +9,7 @@ import (
 	"math/big"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 	"unsafe"
@@ -232,7 +233,13 @@ func (s *parquetSource) next(doc *Document) (err error) {
 		if len(tv) == 1 && !tv[0].IsNull() {
 			ex = tv[0].ByteArray()
 		}
-		return &Reject{File: s.path, Row: row, Reason: fmt.Sprintf(format, args...), Excerpt: excerpt(ex)}
+		rej := &Reject{File: s.path, Row: row, Reason: fmt.Sprintf(format, args...), Excerpt: excerpt(ex)}
+		if s.id != nil && !idv[0].IsNull() {
+			if id, err := s.scalar(s.id.col, idv[0]); err == nil {
+				rej.ID = strings.Clone(id) // a copy: the page goes after this row
+			}
+		}
+		return rej
 	}
 	doc.Source = Source{File: s.path, Row: row}
 	if tv[0].IsNull() {

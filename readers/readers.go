@@ -132,6 +132,10 @@ type Reject struct {
 	Row     int64
 	Reason  string
 	Excerpt string // the start of the raw row, valid UTF-8, at most ExcerptBytes
+	// ID is the row's id when it could be read despite the reason (a
+	// missing or null text, say), so the rejects name the document;
+	// "" when not.
+	ID string
 }
 
 // ExcerptBytes caps Reject.Excerpt.

@@ -54,7 +54,8 @@ type extractFlags struct {
 	summary                         string
 }
 
-const extractLong = `extract runs a job over every document of the input shards (Parquet and JSON
+// extractHead is the opening of extract's help: what it does and its tasks.
+const extractHead = `extract runs a job over every document of the input shards (Parquet and JSON
 Lines, plain, .gz or .zst; files, directories or globs) on every CPU core and
 writes one result row per document.
 
@@ -63,17 +64,83 @@ Tasks (--task, or task: in a --job YAML file; flags override the file):
             classifier head, or by scoring each --labels string after the prompt
             (the default task; without --task, a model without a classifier
             head and no --labels, the task is score)
-  score     mean_logprob, perplexity (a perplexity filter, as CCNet does)
+  score     mean_logprob, perplexity (a perplexity filter, as CCNet does),
+            bits_per_byte (tokenizer-independent: see 'onecore score --help')
   extract   answer, answer_logprob, abstained: the --template prompt with the
             document (and --question / --question-field) decoded greedily;
             --extractive keeps the answer a span of the document
   embed     embedding: the mean-pooled final hidden state (list<float32>)
 Every row also has id, file, row, tokens, truncated and the --keep columns.
 
-Output: --out DIR/ writes one part per input shard (DIR/part-*.parquet) plus
+`
+
+// taskHelp is the opening of the help of each task-named command: the same
+// run as extract --task T, described with only what applies to T.
+var taskHelp = map[jobs.Task]struct{ head, example string }{
+	jobs.TaskClassify: {`classify runs extract --task classify: it labels every document of the input
+shards (Parquet and JSON Lines, plain, .gz or .zst; files, directories or
+globs) on every CPU core, one result row per document.
+
+Columns: label (the most probable label), score (its probability) and probs
+(one probability per label, in label order), plus id, file, row, tokens,
+truncated and the --keep columns. The labels come from the model's
+classifier head, or, with --labels a,b,..., by scoring each label string
+after the --template prompt (--classify-by auto, head or labels).
+
+`, `  onecore classify --in testdata/sample --out labels.parquet --keep gold
+  onecore classify --labels positive,negative --in reviews.parquet --out labels.parquet
+  onecore classify --model my-model/ --in 'shards/*.jsonl.zst' --out labels/ --workers 8`},
+	jobs.TaskScore: {`score runs extract --task score: it scores every document of the input
+shards (Parquet and JSON Lines, plain, .gz or .zst; files, directories or
+globs) with the language model on every CPU core, one result row per
+document: a perplexity filter, as CCNet does.
+
+Columns:
+  mean_logprob   mean natural-log probability of the document's tokens after
+                 <bos>: depends on the tokenizer (more, shorter tokens score
+                 higher per token)
+  perplexity     exp(-mean_logprob)
+  bits_per_byte  -sum(log2 p(token)) / UTF-8 bytes of the text those tokens
+                 cover (a truncated document counts only the bytes its kept
+                 tokens cover): independent of the tokenizer, so a filter
+                 threshold survives a change of tokenizer or model
+plus id, file, row, tokens, truncated and the --keep columns.
+
+`, `  onecore score --in testdata/sample --out scores.parquet
+  onecore score --in 'corpus/*.jsonl.zst' --out scores/ --keep url --max-tokens 512
+  onecore score --in docs.jsonl --out - | head`},
+	jobs.TaskEmbed: {`embed runs extract --task embed: it embeds every document of the input shards
+(Parquet and JSON Lines, plain, .gz or .zst; files, directories or globs)
+on every CPU core, one result row per document.
+
+Columns: embedding (list<float32>, the mean-pooled final hidden state of the
+document's tokens), plus id, file, row, tokens, truncated and the --keep
+columns.
+
+`, `  onecore embed --in testdata/sample --out embeddings.parquet
+  onecore embed --in 'corpus/*.parquet' --out emb/ --keep url --max-tokens 256`},
+}
+
+// taskFlags lists, per task-named command, the flags of extract that do
+// not apply to it: hidden from its help (still accepted, as a job file may
+// set the same fields for another task).
+var taskFlags = map[jobs.Task][]string{
+	jobs.TaskClassify: {"question", "question-field", "max-new-tokens", "extractive", "abstain"},
+	jobs.TaskScore:    {"template", "question", "question-field", "labels", "classify-by", "max-new-tokens", "extractive", "abstain"},
+	jobs.TaskEmbed:    {"template", "question", "question-field", "labels", "classify-by", "max-new-tokens", "extractive", "abstain"},
+}
+
+// extractTail is the part of the help every job command shares: output,
+// resume, scale-out, model, bad inputs and exit codes.
+const extractTail = `Output: --out DIR/ writes one part per input shard (DIR/part-*.parquet) plus
 bookkeeping (_onecore.json, _done/, _rejects/); --out FILE.parquet (or .arrow,
-.jsonl, .jsonl.zst) assembles the parts into one file at the end. Rejected
-rows go to the rejects files with file, row and reason.
+.jsonl, .jsonl.zst) assembles the parts into one file at the end, recording
+the job and model in FILE.onecore.json: an existing FILE is replaced only by
+the same job and model (a rerun of the same command recomputes it), any other
+file there needs --force. --out - (or /dev/stdout) writes JSON Lines (or
+--format jsonl.zst) to stdout at the end of the run, the summary then going to
+stderr, and rejected rows to the log. Rejected rows go to the rejects files
+with file, row, id (when it was readable) and reason.
 
 Resume: rerunning the same command skips finished shards and redoes the rest,
 so a run killed at any point (SIGKILL too) ends with every row written
@@ -99,6 +166,9 @@ Exit codes: 0 done, 1 error, 2 usage, 3 done but rows or files were rejected,
 4 some shards failed and were left for a rerun, 130 interrupted (rerun to
 resume). A JSON summary is printed to stdout.`
 
+// extractLong is extract's full help.
+const extractLong = extractHead + extractTail
+
 const extractExample = `  onecore extract --in testdata/sample --out results.parquet
   onecore extract --task score --in 'corpus/*.jsonl.zst' --out scores/ --keep url
   onecore extract --job spam.yaml --in shards/ --out spam/ --workers 8
@@ -114,11 +184,15 @@ func init() {
 
 func newExtractCmd(use string, task jobs.Task, short string) *cobra.Command {
 	var fl extractFlags
+	long, example := extractLong, extractExample
+	if h, ok := taskHelp[task]; ok {
+		long, example = h.head+extractTail, h.example
+	}
 	cmd := &cobra.Command{
 		Use:     use,
 		Short:   short,
-		Long:    extractLong,
-		Example: extractExample,
+		Long:    long,
+		Example: example,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if task != "" {
@@ -133,7 +207,7 @@ func newExtractCmd(use string, task jobs.Task, short string) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&fl.jobFile, "job", "", "job YAML file (flags override its fields)")
 	f.StringSliceVar(&fl.in, "in", nil, "input shards: files, directories or globs (repeatable, comma-separated)")
-	f.StringVar(&fl.out, "out", "", "output directory (one part per shard) or file (.parquet, .arrow, .jsonl, .jsonl.zst)")
+	f.StringVar(&fl.out, "out", "", "output directory (one part per shard), file (.parquet, .arrow, .jsonl, .jsonl.zst), or - for stdout (JSON Lines)")
 	f.StringVar(&fl.format, "format", "", "parts format in directory mode: parquet (default), arrow, jsonl, jsonl.zst")
 	f.StringVar(&fl.model, "model", "", "checkpoint directory (default $"+models.EnvVar+", then the bundled model)")
 	if task == "" {
@@ -158,12 +232,15 @@ func newExtractCmd(use string, task jobs.Task, short string) *cobra.Command {
 	f.IntVar(&fl.packTokens, "pack-tokens", 0, "tokens per engine pack (default 1024)")
 	f.IntVar(&fl.rank, "rank", -1, "this process's rank (default from Slurm/Kubernetes, else 0)")
 	f.IntVar(&fl.world, "world", 0, "number of ranks (default from Slurm, else 1)")
-	f.BoolVar(&fl.force, "force", false, "recompute into an output written by another job or model")
+	f.BoolVar(&fl.force, "force", false, "recompute into an output written by another job or model, or replace a file onecore did not write")
 	f.BoolVar(&fl.skipBad, "skip-bad-files", false, "mark unreadable input files done (rows before the error kept) instead of retrying them next run")
 	f.BoolVar(&fl.noPin, "no-pin", false, "do not pin engine workers to cores")
 	f.StringVar(&fl.progress, "progress", "auto", "auto (bar on a terminal, else log lines), bar, log or none")
 	f.DurationVar(&fl.logEvery, "log-every", 10*time.Second, "period of the progress log lines (--progress log)")
 	f.StringVar(&fl.summary, "summary", "", "also write the JSON summary to this file")
+	for _, name := range taskFlags[task] {
+		f.MarkHidden(name)
+	}
 	return cmd
 }
 
@@ -243,6 +320,16 @@ func runExtract(cmd *cobra.Command, fl *extractFlags) error {
 	if err != nil {
 		return usageError{err}
 	}
+	// Every flag is checked before anything slow (listing the inputs,
+	// loading the model): a typo is a usage error (exit 2) at once.
+	if err := pipeline.CheckOutput(job.Out, fl.format, place); err != nil {
+		return usageError{err}
+	}
+	switch fl.progress {
+	case "auto", "bar", "log", "none":
+	default:
+		return usageError{fmt.Errorf("--progress %q: want auto, bar, log or none", fl.progress)}
+	}
 	stderr := cmd.ErrOrStderr()
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	// Signals are handled from here on, before anything slow (listing the
@@ -294,8 +381,13 @@ func runExtract(cmd *cobra.Command, fl *extractFlags) error {
 	case "log":
 	case "none":
 		cfg.LogEvery = 1 << 62
-	default:
-		return usageError{fmt.Errorf("--progress %q: want auto, bar, log or none", fl.progress)}
+	}
+	// With the results on stdout, the summary goes to stderr (and to
+	// --summary FILE when given) so the two never interleave.
+	sumOut := cmd.OutOrStdout()
+	if pipeline.IsStdout(job.Out) {
+		sumOut = stderr
+		cfg.Stdout = cmd.OutOrStdout()
 	}
 	log.Info("extract", "task", job.Task, "model", dir, "model_from", source, "shards", len(shards),
 		"rank", place.Rank, "world", place.World, "placement", place.From, "out", job.Out)
@@ -303,7 +395,7 @@ func runExtract(cmd *cobra.Command, fl *extractFlags) error {
 	started()
 	sum, runErr := pipeline.Run(ctx, cfg)
 	if sum != nil {
-		if err := printSummary(cmd.OutOrStdout(), fl.summary, sum); err != nil && runErr == nil {
+		if err := printSummary(sumOut, fl.summary, sum); err != nil && runErr == nil {
 			runErr = err
 		}
 	}
