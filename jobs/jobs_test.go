@@ -326,3 +326,43 @@ func TestPartNameReadable(t *testing.T) {
 		t.Errorf("LegacyPartName = %q", got)
 	}
 }
+
+// TestManifestColumns: a directory whose parts have other output columns
+// (written by another onecore version: score gained bits_per_byte) is
+// refused without --force, so one output never mixes schemas; a manifest
+// that predates the column list is accepted for tasks whose columns did
+// not change.
+func TestManifestColumns(t *testing.T) {
+	for _, tc := range []struct {
+		task     Task
+		old, new []string
+		ok       bool
+	}{
+		{TaskScore, []string{"id:utf8", "mean_logprob:float64"}, []string{"id:utf8", "mean_logprob:float64"}, true},
+		{TaskScore, []string{"id:utf8", "mean_logprob:float64"}, []string{"id:utf8", "mean_logprob:float64", "bits_per_byte:float64"}, false},
+		{TaskScore, nil, []string{"id:utf8", "bits_per_byte:float64"}, false},
+		{TaskClassify, nil, []string{"id:utf8", "label:utf8"}, true},
+	} {
+		d := OutDir{Path: t.TempDir(), Format: "parquet"}
+		job := &Job{Task: tc.task}
+		if tc.task == TaskClassify {
+			job.Labels = []string{"a", "b"}
+		}
+		if err := job.Normalize(); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Prepare(Manifest{Job: job, ModelID: "m", Columns: tc.old}, false); err != nil {
+			t.Fatal(err)
+		}
+		err := d.Prepare(Manifest{Job: job, ModelID: "m", Columns: tc.new}, false)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s %v -> %v: %v", tc.task, tc.old, tc.new, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "other output columns") {
+			t.Errorf("error does not say why: %v", err)
+		}
+		if err != nil && d.Prepare(Manifest{Job: job, ModelID: "m", Columns: tc.new}, true) != nil {
+			t.Error("--force does not recover")
+		}
+	}
+}

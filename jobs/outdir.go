@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,7 +38,11 @@ type Manifest struct {
 	ModelPath   string `json:"model_path"`
 	ModelID     string `json:"model_id"`
 	Format      string `json:"format"`
-	Created     string `json:"created"`
+	// Columns lists the output columns ("name:type", schema order): parts of
+	// one directory must share them (a newer onecore may add one, as score's
+	// bits_per_byte).
+	Columns []string `json:"columns,omitempty"`
+	Created string   `json:"created"`
 }
 
 // OutDir is an output directory of per-shard parts.
@@ -91,6 +96,10 @@ func (d OutDir) Prepare(m Manifest, force bool) error {
 			diff = fmt.Sprintf("a different model (%s id %s, this run %s id %s)", old.ModelPath, old.ModelID, m.ModelPath, m.ModelID)
 		case old.Format != m.Format:
 			diff = fmt.Sprintf("a different format (%s, this run %s)", old.Format, m.Format)
+		case len(m.Columns) > 0 && !slices.Equal(old.Columns, m.Columns) && (len(old.Columns) > 0 || m.Job == nil || m.Job.Task == TaskScore):
+			// A manifest without columns predates them: its columns are
+			// today's for every task but score, which gained bits_per_byte.
+			diff = fmt.Sprintf("another version of onecore with other output columns (%v, this run %v)", old.Columns, m.Columns)
 		}
 		if diff == "" {
 			return nil

@@ -118,6 +118,9 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	schema := jobs.SchemaFor(cfg.Job, labels)
 	manifest := jobs.Manifest{Job: cfg.Job, ModelPath: cfg.ModelPath, ModelID: cfg.ModelID}
+	for _, f := range schema.Fields() {
+		manifest.Columns = append(manifest.Columns, f.Name+":"+f.Type.String())
+	}
 	if out.merge == stdoutName {
 		// Results to stdout cannot be resumed (what was written is gone
 		// with the pipe), so the parts are staged in a private temporary
