@@ -40,7 +40,7 @@ for cfg in ${CONFIGS:-dense-3m train/recipes/small.json}; do
 			rm -rf "$dir"
 			load=$(cut -d' ' -f1-3 /proc/loadavg)
 			timeout -s INT "$SECS" $NICE taskset -c "$cpus" "$BIN" train pretrain --config "$cfg" --data "$DATA" \
-				--tokenizer models/default/tokenizer.json --out "$dir" --batch 16 --seq-len 256 --tokens 1000000000 \
+				--tokenizer models/spam/tokenizer.json --out "$dir" --batch 16 --seq-len 256 --tokens 1000000000 \
 				--eval-every 0 --ckpt-every 0 --log-every 5 --workers "$w" 2>"$out/log" || true
 			printf '%-28s round %d  --workers %d (cpus %s)  %6s tok/s  load %s\n' "$cfg" "$r" "$w" "$cpus" "$(rate "$out/log")" "$load"
 		done

@@ -69,7 +69,7 @@ type Job struct {
 	In  string `yaml:"in,omitempty" json:"in,omitempty"`
 	Out string `yaml:"out,omitempty" json:"out,omitempty"`
 	// Model is the checkpoint directory (empty: --model, $ONECORE_MODEL, then
-	// the bundled models/default).
+	// the bundled models/spam).
 	Model string `yaml:"model,omitempty" json:"model,omitempty"`
 	// TextField and IDField name the input columns (JSON keys) holding the
 	// document text and its id. A missing id falls back to file:row.

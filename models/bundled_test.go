@@ -39,7 +39,7 @@ func TestBundledDefaultLoads(t *testing.T) {
 		}
 	}
 	t.Setenv(EnvVar, "")
-	if Resolved, src, err := Resolve(""); err != nil || src != SourceDefault || Resolved != dir {
+	if Resolved, src, err := Resolve("", Spam); err != nil || src != SourceDefault || Resolved != dir {
 		t.Errorf("Resolve(\"\") with no env = %q, %q, %v", Resolved, src, err)
 	}
 }

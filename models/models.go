@@ -1,13 +1,23 @@
-// Package models bundles onecore's default checkpoint into the binary and
-// resolves which checkpoint a command uses: an explicit --model flag, else
-// $ONECORE_MODEL, else the bundled default (so `onecore extract` works on a
-// fresh clone with no download).
+// Package models bundles onecore's trained checkpoints into the binary and
+// resolves which checkpoint a command uses: an explicit --model flag (a
+// directory, or the name of a bundled model), else $ONECORE_MODEL, else the
+// bundled model the task calls for (so `onecore extract` works on a fresh
+// clone with no download).
 //
-// The bundled checkpoint lives in models/default/ (config.json,
-// model.safetensors, tokenizer.json, generation.json; see its README.md for
-// how it was trained). It is embedded with go:embed; since the engine loads
-// checkpoints from a directory, DefaultDir writes it once into the user's
-// cache directory under a content-addressed name and returns that path.
+// Bundled models (each a checkpoint directory under models/: config.json,
+// model.safetensors, tokenizer.json, generation.json, README.md on how it
+// was trained):
+//
+//   - base: the pretrained language model (train/recipes/base.sh), the
+//     default for score, embed and extract, and the starting point for
+//     `train classify|sft --from base`;
+//   - spam: a spam/ham email classifier fine-tuned on SpamAssassin
+//     (train/recipes/default.sh), the default for classify.
+//
+// They are embedded with go:embed; since the engine loads checkpoints from a
+// directory, BundledDir writes one once into the user's cache directory (or
+// a temporary directory when that is not writable) under a
+// content-addressed name and returns that path.
 package models
 
 import (
@@ -19,6 +29,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 )
@@ -31,63 +42,87 @@ const EnvVar = "ONECORE_MODEL"
 const (
 	SourceFlag    = "flag"    // --model
 	SourceEnv     = "env"     // $ONECORE_MODEL
-	SourceDefault = "default" // the bundled checkpoint
+	SourceDefault = "default" // a bundled checkpoint, chosen by the task
+	SourceBundled = "bundled" // a bundled checkpoint named by --model or $ONECORE_MODEL
 )
 
-// requiredFiles must all be present for the bundle to count as a checkpoint.
+// Names of the bundled checkpoints.
+const (
+	Base = "base" // the pretrained language model
+	Spam = "spam" // the spam/ham classifier
+)
+
+// Bundled lists the bundled checkpoints' names.
+var Bundled = []string{Base, Spam}
+
+// requiredFiles must all be present for a bundle to count as a checkpoint.
 var requiredFiles = []string{"config.json", "model.safetensors", "tokenizer.json"}
 
-//go:embed default
+//go:embed base spam
 var bundled embed.FS
 
-// ErrNoDefault reports a build without a bundled checkpoint.
-var ErrNoDefault = errors.New("models: no bundled default checkpoint in this build " +
-	"(models/default lacks config.json/model.safetensors/tokenizer.json); " +
-	"pass --model DIR or set " + EnvVar + ", or build one with train/recipes/default.sh")
+// FS returns the bundled checkpoint name as a file system whose root is the
+// checkpoint directory (config.json, model.safetensors, ...).
+func FS(name string) (fs.FS, error) { return bundleFS(bundled, name) }
 
-// FS returns the bundled default checkpoint as a file system whose root is
-// the checkpoint directory (config.json, model.safetensors, ...).
-func FS() (fs.FS, error) { return bundleFS(bundled) }
-
-func bundleFS(root fs.FS) (fs.FS, error) {
-	sub, err := fs.Sub(root, "default")
+func bundleFS(root fs.FS, name string) (fs.FS, error) {
+	if !slices.Contains(Bundled, name) {
+		return nil, fmt.Errorf("models: no bundled model %q (bundled: %v)", name, Bundled)
+	}
+	sub, err := fs.Sub(root, name)
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range requiredFiles {
-		if _, err := fs.Stat(sub, name); err != nil {
-			return nil, ErrNoDefault
+	for _, f := range requiredFiles {
+		if _, err := fs.Stat(sub, f); err != nil {
+			return nil, fmt.Errorf("models: the bundled model %q lacks %s in this build; pass --model DIR or set %s", name, f, EnvVar)
 		}
 	}
 	return sub, nil
 }
 
 var (
-	dirOnce sync.Once
-	dirPath string
-	dirErr  error
+	dirMu    sync.Mutex
+	dirCache = map[string]string{}
 )
 
-// DefaultDir returns a directory holding the bundled default checkpoint,
-// writing it on first use to <user cache dir>/onecore/models/default-<hash>
-// (or under os.TempDir when there is no cache dir). The name is derived from
-// the content, so a new build never reuses a stale copy, and the directory
-// appears atomically (temp dir + rename), so concurrent processes are safe.
-func DefaultDir() (string, error) {
-	dirOnce.Do(func() {
-		base, err := os.UserCacheDir()
-		if err != nil {
-			base = os.TempDir()
+// BundledDir returns a directory holding the bundled checkpoint name,
+// writing it on first use to <user cache dir>/onecore/models/<name>-<hash>,
+// or under the temporary directory when the cache directory cannot be
+// written (read-only containers). The directory name is derived from the
+// content, so a new build never reuses a stale copy, and it appears
+// atomically (temp dir + rename), so concurrent processes are safe.
+func BundledDir(name string) (string, error) {
+	dirMu.Lock()
+	defer dirMu.Unlock()
+	if d, ok := dirCache[name]; ok {
+		return d, nil
+	}
+	var roots []string
+	if base, err := os.UserCacheDir(); err == nil {
+		roots = append(roots, filepath.Join(base, "onecore", "models"))
+	}
+	roots = append(roots, filepath.Join(os.TempDir(), fmt.Sprintf("onecore-models-%d", os.Getuid())))
+	var errs []error
+	for _, root := range roots {
+		d, err := materialize(bundled, name, root)
+		if err == nil {
+			dirCache[name] = d
+			return d, nil
 		}
-		dirPath, dirErr = materialize(bundled, filepath.Join(base, "onecore", "models"))
-	})
-	return dirPath, dirErr
+		errs = append(errs, err)
+	}
+	return "", errors.Join(errs...)
 }
 
-// materialize copies the checkpoint in root's "default" folder to
-// cacheRoot/default-<hash> unless it is already there, and returns the path.
-func materialize(root fs.FS, cacheRoot string) (string, error) {
-	ck, err := bundleFS(root)
+// DefaultDir is BundledDir(Spam), the classifier the README's first
+// command runs.
+func DefaultDir() (string, error) { return BundledDir(Spam) }
+
+// materialize copies the checkpoint in root's folder name to
+// cacheRoot/<name>-<hash> unless it is already there, and returns the path.
+func materialize(root fs.FS, name, cacheRoot string) (string, error) {
+	ck, err := bundleFS(root, name)
 	if err != nil {
 		return "", err
 	}
@@ -95,24 +130,24 @@ func materialize(root fs.FS, cacheRoot string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dst := filepath.Join(cacheRoot, "default-"+sum[:16])
+	dst := filepath.Join(cacheRoot, name+"-"+sum[:16])
 	if complete(dst, names) {
 		return dst, nil
 	}
 	if err := os.MkdirAll(cacheRoot, 0o755); err != nil {
 		return "", fmt.Errorf("models: %w", err)
 	}
-	tmp, err := os.MkdirTemp(cacheRoot, ".default-tmp-")
+	tmp, err := os.MkdirTemp(cacheRoot, "."+name+"-tmp-")
 	if err != nil {
 		return "", fmt.Errorf("models: %w", err)
 	}
 	defer os.RemoveAll(tmp) // no-op after a successful rename
-	for _, name := range names {
-		data, err := fs.ReadFile(ck, name)
+	for _, f := range names {
+		data, err := fs.ReadFile(ck, f)
 		if err != nil {
-			return "", fmt.Errorf("models: bundled %s: %w", name, err)
+			return "", fmt.Errorf("models: bundled %s/%s: %w", name, f, err)
 		}
-		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(tmp, f), data, 0o644); err != nil {
 			return "", fmt.Errorf("models: %w", err)
 		}
 	}
@@ -124,7 +159,7 @@ func materialize(root fs.FS, cacheRoot string) (string, error) {
 		if complete(dst, names) {
 			return dst, nil
 		}
-		return "", fmt.Errorf("models: installing default checkpoint: %w", err)
+		return "", fmt.Errorf("models: installing bundled model %s: %w", name, err)
 	}
 	return dst, nil
 }
@@ -167,24 +202,30 @@ func complete(dir string, names []string) bool {
 	return true
 }
 
-// Resolve picks the checkpoint directory for a command: flag when non-empty,
-// else $ONECORE_MODEL when set, else the bundled default (DefaultDir). It
-// also says which of the three it used (SourceFlag, SourceEnv,
-// SourceDefault) so commands can log it. A flag or env path that is not a
-// directory is an error naming where it came from.
-func Resolve(flag string) (dir, source string, err error) {
+// Resolve picks the checkpoint directory for a command: flag when
+// non-empty, else $ONECORE_MODEL when set, else the bundled model named
+// fallback. A flag or env value that names a bundled model (base, spam)
+// and is not an existing directory selects that bundled model. It also
+// says where the choice came from (SourceFlag, SourceEnv, SourceDefault,
+// SourceBundled) so commands can log it. A value that is neither a
+// directory nor a bundled name is an error naming where it came from.
+func Resolve(flag, fallback string) (dir, source string, err error) {
 	switch {
 	case flag != "":
 		dir, source = flag, SourceFlag
 	case os.Getenv(EnvVar) != "":
 		dir, source = os.Getenv(EnvVar), SourceEnv
 	default:
-		dir, err = DefaultDir()
+		dir, err = BundledDir(fallback)
 		return dir, SourceDefault, err
 	}
 	st, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) && slices.Contains(Bundled, dir) {
+		d, err := BundledDir(dir)
+		return d, SourceBundled, err
+	}
 	if err != nil {
-		return "", source, fmt.Errorf("model %q (from %s): %w", dir, describe(source), err)
+		return "", source, fmt.Errorf("model %q (from %s): %w (bundled models: %v)", dir, describe(source), err, Bundled)
 	}
 	if !st.IsDir() {
 		return "", source, fmt.Errorf("model %q (from %s): not a checkpoint directory", dir, describe(source))

@@ -1,9 +1,9 @@
 package models
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"testing/fstest"
@@ -11,16 +11,16 @@ import (
 
 func fakeBundle() fstest.MapFS {
 	return fstest.MapFS{
-		"default/config.json":       {Data: []byte(`{"arch":"onecore-hybrid"}`)},
-		"default/model.safetensors": {Data: []byte("weights")},
-		"default/tokenizer.json":    {Data: []byte(`{"model":{}}`)},
-		"default/generation.json":   {Data: []byte(`{"labels":["ham","spam"]}`)},
+		"spam/config.json":       {Data: []byte(`{"arch":"onecore-hybrid"}`)},
+		"spam/model.safetensors": {Data: []byte("weights")},
+		"spam/tokenizer.json":    {Data: []byte(`{"model":{}}`)},
+		"spam/generation.json":   {Data: []byte(`{"labels":["ham","spam"]}`)},
 	}
 }
 
 func TestMaterializeCopiesEveryFile(t *testing.T) {
 	root := t.TempDir()
-	dir, err := materialize(fakeBundle(), root)
+	dir, err := materialize(fakeBundle(), "spam", root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestMaterializeCopiesEveryFile(t *testing.T) {
 		}
 	}
 	// Second call reuses the same directory; no temp dirs are left behind.
-	again, err := materialize(fakeBundle(), root)
+	again, err := materialize(fakeBundle(), "spam", root)
 	if err != nil || again != dir {
 		t.Fatalf("second materialize = %q, %v; want %q", again, err, dir)
 	}
@@ -46,13 +46,13 @@ func TestMaterializeCopiesEveryFile(t *testing.T) {
 
 func TestMaterializeContentAddressed(t *testing.T) {
 	root := t.TempDir()
-	a, err := materialize(fakeBundle(), root)
+	a, err := materialize(fakeBundle(), "spam", root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	changed := fakeBundle()
-	changed["default/model.safetensors"] = &fstest.MapFile{Data: []byte("retrained")}
-	b, err := materialize(changed, root)
+	changed["spam/model.safetensors"] = &fstest.MapFile{Data: []byte("retrained")}
+	b, err := materialize(changed, "spam", root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestMaterializeConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			dirs[i], errs[i] = materialize(fakeBundle(), root)
+			dirs[i], errs[i] = materialize(fakeBundle(), "spam", root)
 		}()
 	}
 	wg.Wait()
@@ -85,13 +85,64 @@ func TestMaterializeConcurrent(t *testing.T) {
 	}
 }
 
-func TestMissingFilesIsErrNoDefault(t *testing.T) {
+func TestMissingFilesRefused(t *testing.T) {
 	for _, drop := range requiredFiles {
 		b := fakeBundle()
-		delete(b, "default/"+drop)
-		if _, err := materialize(b, t.TempDir()); !errors.Is(err, ErrNoDefault) {
-			t.Errorf("without %s: err = %v, want ErrNoDefault", drop, err)
+		delete(b, "spam/"+drop)
+		if _, err := materialize(b, "spam", t.TempDir()); err == nil || !strings.Contains(err.Error(), drop) {
+			t.Errorf("without %s: err = %v, want one naming it", drop, err)
 		}
+	}
+	if _, err := materialize(fakeBundle(), "nope", t.TempDir()); err == nil {
+		t.Error("an unknown bundled name materialized")
+	}
+}
+
+// TestBundledByName: --model base (or spam) selects the bundled model
+// when no directory of that name exists, and a directory of that name wins
+// when there is one.
+func TestBundledByName(t *testing.T) {
+	t.Chdir(t.TempDir())
+	t.Setenv(EnvVar, "")
+	for _, name := range Bundled {
+		dir, src, err := Resolve(name, Spam)
+		want, _ := BundledDir(name)
+		if err != nil || src != SourceBundled || dir != want {
+			t.Fatalf("Resolve(%q) = %q, %q, %v; want %q", name, dir, src, err, want)
+		}
+	}
+	os.Mkdir("base", 0o755)
+	if dir, src, err := Resolve("base", Spam); err != nil || src != SourceFlag || dir != "base" {
+		t.Fatalf("a local directory named base: %q, %q, %v", dir, src, err)
+	}
+	if dir, _, _ := Resolve("", Base); !strings.Contains(dir, "base-") {
+		t.Fatalf("fallback base gave %q", dir)
+	}
+}
+
+// TestUnwritableCacheFallsBack: with a cache directory that cannot be
+// written (read-only containers), the bundled model is written under the
+// temporary directory instead (it failed with "no model available").
+func TestUnwritableCacheFallsBack(t *testing.T) {
+	ro := t.TempDir()
+	os.Chmod(ro, 0o500)
+	defer os.Chmod(ro, 0o755)
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(ro, "cache"))
+	t.Setenv("HOME", ro)
+	t.Setenv("TMPDIR", t.TempDir())
+	dirMu.Lock()
+	saved := dirCache
+	dirCache = map[string]string{}
+	dirMu.Unlock()
+	defer func() { dirMu.Lock(); dirCache = saved; dirMu.Unlock() }()
+	if os.Geteuid() == 0 {
+		// root writes anywhere: make the cache path a file instead
+		os.Chmod(ro, 0o755)
+		os.WriteFile(filepath.Join(ro, "cache"), nil, 0o644)
+	}
+	dir, err := BundledDir(Spam)
+	if err != nil || !strings.HasPrefix(dir, os.Getenv("TMPDIR")) {
+		t.Fatalf("BundledDir with an unwritable cache = %q, %v; want a folder under $TMPDIR", dir, err)
 	}
 }
 
@@ -114,7 +165,7 @@ func TestResolveOrder(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(EnvVar, tc.env)
-			dir, src, err := Resolve(tc.flag)
+			dir, src, err := Resolve(tc.flag, Spam)
 			if (err != nil) != tc.wantErr || src != tc.wantSrc || dir != tc.wantDir {
 				t.Fatalf("Resolve(%q) with $%s=%q = %q, %q, %v", tc.flag, EnvVar, tc.env, dir, src, err)
 			}

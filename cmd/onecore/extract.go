@@ -153,7 +153,10 @@ SLURM_PROCID/SLURM_NTASKS, or JOB_COMPLETION_INDEX with --world. Rank r takes
 shards i with i mod world == r. A lock per part keeps overlapping runs (cron)
 from writing the same part. See 'onecore jobs render'.
 
-Model: --model DIR, else $ONECORE_MODEL, else the bundled models/default.
+Model: --model DIR (or the name of a bundled model: base, spam), else
+$ONECORE_MODEL, else a bundled model: spam (the spam/ham classifier) to
+classify by a head, base (the pretrained language model) for score, embed,
+extract and classify --labels.
 
 Unreadable input files (open or read errors: a file moved away, a truncated
 stream, an I/O error, a corrupt Parquet footer) leave their shard unmarked: the
@@ -341,11 +344,19 @@ func runExtract(cmd *cobra.Command, fl *extractFlags) error {
 	if err != nil {
 		return err
 	}
-	dir, source, err := models.Resolve(job.Model)
+	// Without --model: the bundled classifier for classifying by a head (and
+	// for a plain `extract`, which classifies with it), the bundled base
+	// language model for everything that reads the language model itself
+	// (score, embed, extract, classify --labels).
+	fallback := models.Base
+	if (!taskGiven || job.Task == jobs.TaskClassify) && len(job.Labels) == 0 {
+		fallback = models.Spam
+	}
+	dir, source, err := models.Resolve(job.Model, fallback)
 	if err != nil {
 		return fmt.Errorf("no model available: %w", err)
 	}
-	log.Info("loading model", "model", dir)
+	log.Info("loading model", "model", dir, "from", source)
 	model, tok, err := pipeline.LoadModel(dir)
 	if err != nil {
 		return err

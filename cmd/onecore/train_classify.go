@@ -40,12 +40,16 @@ optimizer moments, document order) once the head is fitted, every
 stop, even SIGKILL, the same command with --resume continues bit for bit
 (an interruption before the head is fitted saves nothing: rerun).
 ` + workersHelp,
-		Example: `  onecore train classify --from runs/base --data spam.jsonl --label-field label --out runs/spam
+		Example: `  onecore train classify --from base --data spam.jsonl --label-field label --out runs/spam
   onecore train classify --from runs/base --data reviews.jsonl.zst --text-field body --label-field stars --out runs/stars --finetune --epochs 2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if from == "" || len(data) == 0 || out == "" || o.LabelField == "" {
 				return usageError{errors.New("--from, --data, --label-field and --out are required")}
+			}
+			from, err := resolveFrom(from)
+			if err != nil {
+				return err
 			}
 			cfg, err := train.LoadConfig(filepath.Join(from, "config.json"))
 			if err != nil {
@@ -74,7 +78,7 @@ stop, even SIGKILL, the same command with --resume continues bit for bit
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&from, "from", "", "source checkpoint directory (with tokenizer.json)")
+	f.StringVar(&from, "from", "", "source checkpoint directory (with tokenizer.json), or a bundled model: base, spam")
 	f.StringArrayVar(&data, "data", nil, "JSONL file(s) of labeled documents (.gz/.zst allowed; repeatable)")
 	f.StringVar(&out, "out", "", "output checkpoint directory")
 	f.StringVar(&o.TextField, "text-field", "text", "record field holding the document text")

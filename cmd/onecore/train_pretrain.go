@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"syscall"
 
@@ -15,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/onecore-dev/onecore/engine/tokenizer"
+	"github.com/onecore-dev/onecore/models"
 	"github.com/onecore-dev/onecore/train"
 )
 
@@ -234,3 +236,15 @@ the last checkpoint with the same data order and random draws.
 }
 
 func init() { trainCmd.AddCommand(newTrainPretrainCmd()) }
+
+// resolveFrom is --from's checkpoint directory: a directory as given, or
+// the name of a bundled model (base, spam) when no such directory exists.
+func resolveFrom(from string) (string, error) {
+	if from == "" {
+		return "", usageError{errors.New("--from is required (a checkpoint directory, or the bundled base model: --from base)")}
+	}
+	if _, err := os.Stat(from); err == nil || !slices.Contains(models.Bundled, from) {
+		return from, nil
+	}
+	return models.BundledDir(from)
+}

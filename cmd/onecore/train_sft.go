@@ -38,12 +38,16 @@ optimizer moments, data cursor) every --ckpt-every steps, at the end and on
 SIGINT/SIGTERM; after any stop, even SIGKILL, the same command with
 --resume continues bit for bit where the last checkpoint left off.
 ` + workersHelp,
-		Example: `  onecore train sft --from runs/base --data stage1.jsonl --out runs/sft1
+		Example: `  onecore train sft --from base --data stage1.jsonl --out runs/sft1
   onecore train sft --from runs/sft1 --data extract.jsonl --out runs/sft2 --prompt-field input --answer-field output --epochs 3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if from == "" || len(data) == 0 || out == "" {
 				return usageError{errors.New("--from, --data and --out are required")}
+			}
+			from, err := resolveFrom(from)
+			if err != nil {
+				return err
 			}
 			cfg, err := train.LoadConfig(filepath.Join(from, "config.json"))
 			if err != nil {
@@ -68,7 +72,7 @@ SIGINT/SIGTERM; after any stop, even SIGKILL, the same command with
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&from, "from", "", "source checkpoint directory (with tokenizer.json)")
+	f.StringVar(&from, "from", "", "source checkpoint directory (with tokenizer.json), or a bundled model: base, spam")
 	f.StringArrayVar(&data, "data", nil, "JSONL file(s) of prompt/answer records (.gz/.zst allowed; repeatable)")
 	f.StringVar(&out, "out", "", "output checkpoint directory")
 	f.StringVar(&o.PromptField, "prompt-field", "prompt", "record field holding the prompt")

@@ -12,7 +12,7 @@
 #                set (SOTU addresses and Moby-Dick chapters by hash) that the
 #                corpus never contains, plus its word-shuffled and
 #                random-character twins. See prep_base.py for the sources.
-#   3. tokenizer models/default/tokenizer.json (TOKENIZER=default), or a new
+#   3. tokenizer models/spam/tokenizer.json (TOKENIZER=default), or a new
 #                16384-id BPE trained on a sample of the corpus (TOKENIZER=train)
 #   4. stats     tokens per source (onecore tokenize), written to stats.json
 #   5. pretrain  onecore train pretrain, with --resume whenever a checkpoint
@@ -37,7 +37,7 @@
 #   BATCH=32 SEQ_LEN=256 LR=3e-3 MIN_LR=3e-4 WARMUP=2000
 #   EVAL=10000000 CKPT=5000000       eval / checkpoint every N training tokens
 #   VAL_PERMILLE=5 VAL_TOKENS=65536  held-out split for val_flat (of the corpus, by hash)
-#   TOKENIZER=default|train          default: models/default/tokenizer.json
+#   TOKENIZER=default|train          default: models/spam/tokenizer.json
 #   CAPS="man=40 go=40"              per-source caps in MB (prep_base.py --cap); the
 #                                    corpus is assembled once: after changing CAPS
 #                                    delete $CACHE/data/manifest.json (sources stay cached)
@@ -93,7 +93,7 @@ fi
 [[ ${STOP_AFTER:-} == corpus ]] && exit 0
 
 log "3. tokenizer ($tokenizer)"
-tok=$root/models/default/tokenizer.json
+tok=$root/models/spam/tokenizer.json
 if [[ $tokenizer == train ]]; then
   tok=$cache/tokenizer.json
   if [[ ! -f $tok ]]; then

