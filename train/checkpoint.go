@@ -3,7 +3,9 @@ package train
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -44,10 +46,42 @@ func SaveCheckpoint(dir string, c *Config, p *Params[float32], gen *Generation, 
 		}
 	}
 	b, err := os.ReadFile(tokenizerPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, derr := os.Stat(dst); derr == nil {
+			// The source moved (a checkout renamed it) during a long run: an
+			// earlier save already copied it, and the tokenizer of a run
+			// never changes.
+			return nil
+		}
+	}
 	if err != nil {
 		return err
 	}
 	return atomicfile.WriteFile(dst, b)
+}
+
+// pinTokenizer copies the tokenizer into the run's directory once, at the
+// start, and returns the copy's path: a run of hours then no longer needs
+// the original file (it died at its next checkpoint when a checkout moved
+// the file it was started with).
+func pinTokenizer(out, tokenizerPath string) (string, error) {
+	if tokenizerPath == "" {
+		return "", nil
+	}
+	dst := filepath.Join(out, engine.TokenizerFile)
+	if a, _ := filepath.Abs(tokenizerPath); a != "" {
+		if b, _ := filepath.Abs(dst); a == b {
+			return dst, nil
+		}
+	}
+	b, err := os.ReadFile(tokenizerPath)
+	if err != nil {
+		return "", err
+	}
+	if old, err := os.ReadFile(dst); err == nil && string(old) == string(b) {
+		return dst, nil
+	}
+	return dst, atomicfile.WriteFile(dst, b)
 }
 
 // LoadCheckpoint reads a checkpoint through the engine's validating loader

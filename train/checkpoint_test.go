@@ -2,6 +2,7 @@ package train
 
 import (
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -49,5 +50,37 @@ func TestCheckpointNonFiniteRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "optimizer.safetensors") {
 			t.Errorf("--resume with a non-finite %s: %v\nwant %q", tc.what, err, tc.want)
 		}
+	}
+}
+
+// TestTokenizerMovedDuringRun: a run keeps saving checkpoints after the
+// tokenizer it was started with is moved away (a checkout renamed
+// models/default; the base-model run died at its next checkpoint):
+// pretrain pins a copy in its directory at the start, and a save whose
+// source is gone keeps the copy an earlier save made.
+func TestTokenizerMovedDuringRun(t *testing.T) {
+	c := smallConfig()
+	p := NewParams[float32](ParamSpecs(c, 0))
+	p.Init(c, 1)
+	src := filepath.Join(t.TempDir(), "tokenizer.json")
+	os.WriteFile(src, []byte(`{"tok":1}`), 0o644)
+	out := filepath.Join(t.TempDir(), "run")
+	os.MkdirAll(out, 0o755)
+	pinned, err := pinTokenizer(out, src)
+	if err != nil || pinned != filepath.Join(out, "tokenizer.json") {
+		t.Fatalf("pinTokenizer = %q, %v", pinned, err)
+	}
+	os.Remove(src)
+	if err := SaveCheckpoint(out, c, p, nil, pinned); err != nil {
+		t.Fatalf("save with the pinned copy: %v", err)
+	}
+	if err := SaveCheckpoint(out, c, p, nil, src); err != nil {
+		t.Fatalf("save after the source moved: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, "tokenizer.json")); string(b) != `{"tok":1}` {
+		t.Fatalf("tokenizer in the run: %q", b)
+	}
+	if err := SaveCheckpoint(filepath.Join(t.TempDir(), "fresh"), c, p, nil, src); err == nil {
+		t.Fatal("a first save without any tokenizer succeeded")
 	}
 }

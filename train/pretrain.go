@@ -172,6 +172,10 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 	if statErr == nil && !o.Resume {
 		return fmt.Errorf("%s holds a run (train_state/); pass --resume to continue it or choose another --out", o.Out)
 	}
+	var err error
+	if o.TokenizerPath, err = pinTokenizer(o.Out, o.TokenizerPath); err != nil {
+		return err
+	}
 	t0 := time.Now()
 	data, err := OpenTokenCache(ctx, o.tokenCacheOptions(log))
 	if err != nil {
