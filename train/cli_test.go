@@ -288,3 +288,30 @@ func TestCLIPosttrainInterruptResume(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIPresetVocabFromTokenizer: `--config dense-3m` with a tokenizer of
+// fewer ids than the preset's 16,384 sizes the model to the tokenizer (it
+// silently kept 16,384 rows of embedding no id ever uses); a config file's
+// explicit vocab_size is kept, with a warning.
+func TestCLIPresetVocabFromTokenizer(t *testing.T) {
+	tok := byteLevelTokenizerJSON(t)
+	var tj struct {
+		Model struct {
+			Vocab map[string]int `json:"vocab"`
+		} `json:"model"`
+	}
+	b, _ := os.ReadFile(tok)
+	json.Unmarshal(b, &tj)
+	n := len(tj.Model.Vocab)
+	out := filepath.Join(t.TempDir(), "ck")
+	log := run(t, "train", "pretrain", "--config", "dense-3m", "--data", "/usr/local/go/src/unicode/utf8", "--tokenizer", tok,
+		"--out", out, "--tokens", "512", "--batch", "1", "--seq-len", "64", "--negatives", "32",
+		"--eval-every", "0", "--generations", "0", "--val-tokens", "128", "--workers", "1")
+	cfg, err := LoadConfig(filepath.Join(out, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.VocabSize != n || !strings.Contains(log, "vocab_size set to the tokenizer's") {
+		t.Fatalf("dense-3m with a %d-id tokenizer: vocab_size %d\n%s", n, cfg.VocabSize, log)
+	}
+}

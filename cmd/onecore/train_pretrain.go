@@ -190,6 +190,17 @@ the last checkpoint with the same data order and random draws.
 			if err != nil {
 				return err
 			}
+			if n := tok.t.VocabSize(); n < cfg.VocabSize {
+				// A preset's vocab_size is only a default: size the
+				// embedding to the tokenizer instead of training rows for
+				// ids that never occur. A config file's value is the user's.
+				if _, statErr := os.Stat(configPath); statErr != nil {
+					trainLogger().Info("vocab_size set to the tokenizer's", "preset", configPath, "preset_vocab_size", cfg.VocabSize, "vocab_size", n, "tokenizer", tokPath)
+					cfg.VocabSize = n
+				} else {
+					trainLogger().Warn("the config's vocab_size is larger than the tokenizer's: ids from the tokenizer's size up are never used", "config", configPath, "vocab_size", cfg.VocabSize, "tokenizer_ids", n)
+				}
+			}
 			o.Config, o.Tokenizer, o.TokenizerPath = cfg, tok, tokPath
 			o.Data, o.TextField, o.Out = data, textField, out
 			o.Log = trainLogger()
