@@ -60,6 +60,9 @@ func (ReaderSource) Open(s Shard, o ReadOptions) (DocReader, error) {
 
 type readerAdapter struct{ r *readers.Reader }
 
+// Fraction implements Fractioner.
+func (a *readerAdapter) Fraction() float64 { return a.r.Fraction() }
+
 func (a *readerAdapter) Next() (Doc, error) {
 	d, err := a.r.Next()
 	if err != nil {

@@ -81,6 +81,14 @@ type DocReader interface {
 	Close() error
 }
 
+// Fractioner is a DocReader that knows how much of its shard it has read
+// (0 to 1), for progress and ETA by what is really consumed: Parquet rows
+// of the row count, JSON Lines bytes on disk. It must be safe to call while
+// Next runs.
+type Fractioner interface {
+	Fraction() float64
+}
+
 // Tokenizer turns text into token ids without special tokens (the pipeline
 // adds <bos>) and back. It must be safe for concurrent use.
 type Tokenizer interface {

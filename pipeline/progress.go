@@ -7,18 +7,38 @@ import (
 	"github.com/schollz/progressbar/v3"
 )
 
-// progressBytes estimates the input bytes consumed: finished shards count
-// fully; for the rest, text bytes seen are scaled by the finished shards'
-// bytes-on-disk per text byte (compression), 1 until one is finished.
+// progressBytes estimates the input bytes consumed. With readers that know
+// their position (Fractioner: Parquet rows of the row count, JSON Lines
+// bytes on disk) it is the shards read to the end plus the current shard's
+// fraction of its size — so a Parquet/zstd input no longer shows 100 % with
+// a tenth of its rows read. Otherwise finished shards count fully and, for
+// the rest, text bytes seen are scaled by the finished shards' bytes on disk
+// per text byte. The estimate never goes back and never passes the total.
 func (r *runner) progressBytes() int64 {
-	done, doneText := r.st.doneBytes.Load(), r.st.doneText.Load()
-	ratio := 1.0
-	if doneText > 0 {
-		ratio = float64(done) / float64(doneText)
+	var est int64
+	if cur := r.st.reading.Load(); cur != nil || r.st.readBytes.Load() > 0 {
+		est = r.st.readBytes.Load()
+		if cur != nil {
+			est += int64(cur.f.Fraction() * float64(cur.size))
+		}
+	} else {
+		done, doneText := r.st.doneBytes.Load(), r.st.doneText.Load()
+		ratio := 1.0
+		if doneText > 0 {
+			ratio = float64(done) / float64(doneText)
+		}
+		est = done + int64(float64(r.st.textSeen.Load()-doneText)*ratio)
 	}
-	inflight := float64(r.st.textSeen.Load()-doneText) * ratio
-	est := done + int64(inflight)
-	return min(est, r.total)
+	est = min(est, r.total)
+	for {
+		prev := r.st.progressMax.Load()
+		if est <= prev {
+			return prev
+		}
+		if r.st.progressMax.CompareAndSwap(prev, est) {
+			return est
+		}
+	}
 }
 
 // startProgress draws a progress bar on a terminal, or logs a line every

@@ -395,17 +395,26 @@ func resolveOutput(out, format string, p jobs.Placement) (output, error) {
 	return output{dir: strings.TrimSuffix(out, "/"), format: format}, nil
 }
 
+// readingShard is the shard the reader is in, for progress.
+type readingShard struct {
+	f    Fractioner
+	size int64
+}
+
 // stats are the run's live counters (atomics: read by the progress loop).
 type stats struct {
 	rowsIn, rowsOut, rejected, tokens atomic.Int64
 	files, shardsDone                 atomic.Int64
-	committed                         committedTotals       // rows of marked shards: the summary's counts
-	doneBytes, doneText               atomic.Int64          // finished shards: input bytes, text bytes
-	textSeen                          atomic.Int64          // text bytes collected
-	locked, doneMeanwhile             atomic.Int64          // shards skipped at claim time
-	busy                              [nStages]atomic.Int64 // nanoseconds
-	engineCPU                         atomic.Int64          // engine workers' thread CPU time, nanoseconds
-	processCPU                        time.Duration         // the whole process during execute (0: unknown)
+	readBytes                         atomic.Int64                 // input bytes of shards read to the end
+	reading                           atomic.Pointer[readingShard] // the shard being read, when its reader knows its fraction
+	progressMax                       atomic.Int64                 // the largest estimate reported (progress never goes back)
+	committed                         committedTotals              // rows of marked shards: the summary's counts
+	doneBytes, doneText               atomic.Int64                 // finished shards: input bytes, text bytes
+	textSeen                          atomic.Int64                 // text bytes collected
+	locked, doneMeanwhile             atomic.Int64                 // shards skipped at claim time
+	busy                              [nStages]atomic.Int64        // nanoseconds
+	engineCPU                         atomic.Int64                 // engine workers' thread CPU time, nanoseconds
+	processCPU                        time.Duration                // the whole process during execute (0: unknown)
 }
 
 const (
@@ -657,6 +666,9 @@ func (r *runner) read(ctx context.Context, tokCh chan<- []*item, collCh chan<- e
 		t0 := time.Now()
 		rd, err := r.cfg.Source.Open(sr.Shard, opts)
 		r.st.files.Add(1)
+		if f, ok := rd.(Fractioner); ok && err == nil {
+			r.st.reading.Store(&readingShard{f: f, size: sr.Size})
+		}
 		var seq int64
 		if err != nil {
 			sr.fileErr = err
@@ -695,6 +707,8 @@ func (r *runner) read(ctx context.Context, tokCh chan<- []*item, collCh chan<- e
 			}
 			rd.Close()
 		}
+		r.st.reading.Store(nil)
+		r.st.readBytes.Add(sr.Size) // read to the end, or given up on: either way consumed
 		r.st.addBusy(stRead, t0)
 		send() // the shard's last documents go now, not with the next shard's
 		sr.total = seq

@@ -38,6 +38,32 @@ type jsonlSource struct {
 	key     []byte  // key unescape scratch
 	keepBuf []Value // Document.Keep, reused with Options.Borrow
 	eof     bool
+	cr      *countingReader // the file, counting bytes read (progress)
+	size    int64           // of the file on disk
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// fraction is the share of the file's bytes read so far (read-ahead
+// buffers included, so it runs slightly ahead of the rows delivered).
+func (s *jsonlSource) fraction() float64 {
+	if s.eof || s.size <= 0 {
+		if s.eof {
+			return 1
+		}
+		return 0
+	}
+	return min(1, float64(s.cr.n)/float64(s.size))
 }
 
 // Slot numbers in jsonlSource.spans.
@@ -52,11 +78,14 @@ func openJSONL(shard Shard, opts Options) (*jsonlSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &jsonlSource{path: shard.Path, opts: opts, f: f}
-	var r io.Reader = f
+	s := &jsonlSource{path: shard.Path, opts: opts, f: f, cr: &countingReader{r: f}}
+	if st, err := f.Stat(); err == nil {
+		s.size = st.Size()
+	}
+	var r io.Reader = s.cr
 	switch shard.Format {
 	case FormatJSONLGzip:
-		zr, err := gzip.NewReader(bufio.NewReaderSize(f, 256<<10))
+		zr, err := gzip.NewReader(bufio.NewReaderSize(s.cr, 256<<10))
 		if err == io.EOF { // an empty file: no rows
 			s.br = bufio.NewReader(strings.NewReader(""))
 			return s.withSlots(), nil
@@ -67,7 +96,7 @@ func openJSONL(shard Shard, opts Options) (*jsonlSource, error) {
 		}
 		r, s.dec = zr, zr
 	case FormatJSONLZstd:
-		zr, err := zstd.NewReader(f, zstd.WithDecoderMaxWindow(zstdMaxWindow), zstd.WithDecoderConcurrency(2))
+		zr, err := zstd.NewReader(s.cr, zstd.WithDecoderMaxWindow(zstdMaxWindow), zstd.WithDecoderConcurrency(2))
 		if err != nil {
 			f.Close()
 			return nil, &FileError{File: shard.Path, Err: fmt.Errorf("zstd: %w", err)}

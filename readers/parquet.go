@@ -164,6 +164,15 @@ func describe(c *parquet.Column) string {
 
 func (s *parquetSource) close() error { return s.f.Close() }
 
+// fraction is rows delivered of the file's row count (from the footer).
+func (s *parquetSource) fraction() float64 {
+	n := s.pf.NumRows()
+	if n <= 0 {
+		return 1
+	}
+	return min(1, float64(s.row)/float64(n))
+}
+
 func (s *parquetSource) next(doc *Document) (err error) {
 	row := s.row
 	defer func() {

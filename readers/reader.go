@@ -1,6 +1,8 @@
 package readers
 
 import (
+	"math"
+	"sync/atomic"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +15,10 @@ type source interface {
 	// next fills doc or returns io.EOF, a *Reject or a *FileError.
 	next(doc *Document) error
 	close() error
+	// fraction is how much of the shard has been consumed, 0 to 1: rows
+	// of the row count for Parquet (its metadata has it), bytes of the
+	// file on disk for JSON Lines (compressed or not).
+	fraction() float64
 }
 
 // Reader streams the rows of one shard.
@@ -23,6 +29,7 @@ type Reader struct {
 	docs  int64
 	rejs  int64
 	err   error // sticky: io.EOF or a *FileError
+	frac  atomic.Uint64 // math.Float64bits of the last fraction(), read by progress reporters
 }
 
 // Open is OpenShard for a single path, with the format taken from its name.
@@ -73,6 +80,7 @@ func (r *Reader) Next() (Document, error) {
 		return doc, r.err
 	}
 	err := r.src.next(&doc)
+	r.frac.Store(math.Float64bits(r.src.fraction()))
 	switch e := err.(type) {
 	case nil:
 		r.rows++
@@ -103,6 +111,13 @@ func (r *Reader) Docs() int64 { return r.docs }
 
 // Rejected returns how many rows were rejected so far.
 func (r *Reader) Rejected() int64 { return r.rejs }
+
+// Fraction reports how much of the shard has been read, from 0 to 1: for
+// Parquet, rows delivered of the file's row count; for JSON Lines, bytes of
+// the file on disk consumed (so compressed input is measured by what it
+// costs to read, never by its larger decompressed size). It is safe to call
+// from another goroutine while Next runs, and never decreases.
+func (r *Reader) Fraction() float64 { return math.Float64frombits(r.frac.Load()) }
 
 // Close releases the file.
 func (r *Reader) Close() error { return r.src.close() }
