@@ -2,7 +2,10 @@ package train
 
 import (
 	"math"
+	"strings"
 	"testing"
+
+	"github.com/onecore-dev/onecore/engine/tokenizer"
 )
 
 // TestSpanLossGradFD holds SpanLoss's logit gradient against central
@@ -87,5 +90,42 @@ func TestSpanDecode(t *testing.T) {
 	}
 	if r := SpanDecode([]float64{0}, []float64{0}, 64, 0); !r.Abstain {
 		t.Errorf("empty document: got %+v, want abstain", r)
+	}
+}
+
+// TestSpanOffsetsBundledTokenizer checks the offset mapping's premise on
+// the bundled byte-level tokenizer: each token decodes to exactly its own
+// bytes, so running lengths give byte offsets, and an answer's targets
+// decode back to a string containing exactly the answer.
+func TestSpanOffsetsBundledTokenizer(t *testing.T) {
+	tok, err := tokenizer.Load("../models/base/tokenizer.json")
+	if err != nil {
+		t.Fatalf("bundled tokenizer: %v", err)
+	}
+	for _, doc := range []string{"the code is QX7Z9, see below.", "Copyright: 2008-2022 Jörg Müller <jm@example.org>\n", "  ünïcode\tspäces  "} {
+		ids := tok.EncodeOrdinary(doc)
+		lens := make([]int, len(ids))
+		for i, id := range ids {
+			lens[i] = len(tok.Decode([]int32{id}, false))
+		}
+		offs := TokenByteOffsets(lens)
+		if len(offs) == 0 || offs[len(offs)-1][1] != len(doc) {
+			t.Fatalf("%q: offsets %v do not cover the document", doc, offs)
+		}
+		for i, o := range offs {
+			if got := tok.Decode([]int32{ids[i]}, false); got != doc[o[0]:o[1]] {
+				t.Fatalf("%q token %d: decodes to %q, offsets give %q", doc, i, got, doc[o[0]:o[1]])
+			}
+		}
+		for _, ans := range []string{"QX7Z9", "Jörg Müller", "spä"} {
+			as := strings.Index(doc, ans)
+			if as < 0 {
+				continue
+			}
+			ts, te, ok := SpanTargets(offs, as, as+len(ans))
+			if !ok || !strings.Contains(doc[offs[ts][0]:offs[te][1]], ans) || offs[ts][0] > as || offs[te][1] < as+len(ans) {
+				t.Errorf("%q answer %q: targets %d..%d (%v) do not cover it", doc, ans, ts, te, ok)
+			}
+		}
 	}
 }
