@@ -1,6 +1,12 @@
 package train
 
-import "math"
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+)
 
 // Span-extraction head, core arithmetic (issue 14 item 1). The head reads
 // the final RMSNorm'ed hidden state of a causal model fed
@@ -133,4 +139,66 @@ func TokenByteOffsets(lens []int) [][2]int {
 		p += l
 	}
 	return offs
+}
+
+// ParseSpanAnswer turns a training record's answer into byte offsets
+// [as, ae) in text. The answer may be a string (its first occurrence in
+// text), character offsets {"start":s,"end":e} or [s,e] (characters are
+// Unicode code points, end exclusive), or null/absent (present = false).
+// A string that does not occur in text, or offsets out of range, is an
+// error rather than a silent "not present", since it means mislabelled data.
+func ParseSpanAnswer(text string, raw json.RawMessage) (as, ae int, present bool, err error) {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || string(t) == "null" {
+		return 0, 0, false, nil
+	}
+	var s, e int
+	switch t[0] {
+	case '"':
+		var a string
+		if err := json.Unmarshal(t, &a); err != nil {
+			return 0, 0, false, err
+		}
+		i := strings.Index(text, a)
+		if a == "" || i < 0 {
+			return 0, 0, false, fmt.Errorf("answer %q not found in text", a)
+		}
+		return i, i + len(a), true, nil
+	case '{':
+		var o struct{ Start, End *int }
+		if err := json.Unmarshal(t, &o); err != nil || o.Start == nil || o.End == nil {
+			return 0, 0, false, fmt.Errorf("answer %s: want {\"start\":s,\"end\":e}", t)
+		}
+		s, e = *o.Start, *o.End
+	case '[':
+		var a []int
+		if err := json.Unmarshal(t, &a); err != nil || len(a) != 2 {
+			return 0, 0, false, fmt.Errorf("answer %s: want [start,end]", t)
+		}
+		s, e = a[0], a[1]
+	default:
+		return 0, 0, false, fmt.Errorf("answer %s: want a string, offsets or null", t)
+	}
+	// character → byte offsets: walk runes once.
+	as, ae = -1, -1
+	c := 0
+	for b := range text {
+		if c == s {
+			as = b
+		}
+		if c == e {
+			ae = b
+		}
+		c++
+	}
+	if c == s {
+		as = len(text)
+	}
+	if c == e {
+		ae = len(text)
+	}
+	if s < 0 || e <= s || as < 0 || ae < 0 {
+		return 0, 0, false, fmt.Errorf("answer offsets [%d,%d) out of range for a %d-character text", s, e, c)
+	}
+	return as, ae, true, nil
 }

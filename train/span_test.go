@@ -1,6 +1,7 @@
 package train
 
 import (
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -126,6 +127,35 @@ func TestSpanOffsetsBundledTokenizer(t *testing.T) {
 			if !ok || !strings.Contains(doc[offs[ts][0]:offs[te][1]], ans) || offs[ts][0] > as || offs[te][1] < as+len(ans) {
 				t.Errorf("%q answer %q: targets %d..%d (%v) do not cover it", doc, ans, ts, te, ok)
 			}
+		}
+	}
+}
+
+// TestParseSpanAnswer covers every accepted answer form, character to byte
+// offset conversion past multi-byte runes, and the errors.
+func TestParseSpanAnswer(t *testing.T) {
+	text := "Jörg: the code is QX7Z9"
+	for _, c := range []struct {
+		raw     string
+		want    string
+		present bool
+		err     bool
+	}{
+		{`"QX7Z9"`, "QX7Z9", true, false},
+		{`{"start":18,"end":23}`, "QX7Z9", true, false},
+		{`[0,4]`, "Jörg", true, false},
+		{`[1, 2]`, "ö", true, false},
+		{`null`, "", false, false},
+		{``, "", false, false},
+		{`"absent"`, "", false, true},
+		{`[3,30]`, "", false, true},
+		{`[4,4]`, "", false, true},
+		{`{"start":1}`, "", false, true},
+		{`7`, "", false, true},
+	} {
+		as, ae, ok, err := ParseSpanAnswer(text, json.RawMessage(c.raw))
+		if (err != nil) != c.err || ok != c.present || (ok && text[as:ae] != c.want) {
+			t.Errorf("%s: got [%d,%d) %v %v, want %q present=%v err=%v", c.raw, as, ae, ok, err, c.want, c.present, c.err)
 		}
 	}
 }
