@@ -18,4 +18,13 @@
 // the induct/shift/add probes and greedy samples, and checkpoints with a
 // train_state/ from which --resume continues bit for bit: every random draw
 // derives from (seed, epoch) or (seed, step).
+//
+// The span-extraction head (issue 14) scores, per document token, a start
+// and an end logit from the final normed hidden state of `<bos> Question:
+// {question}\n` + document — question first so a causal model's document
+// states have seen it — with "not present" as a null span at the last
+// prompt token; loss is cross-entropy over {null} ∪ document positions for
+// start and end, and decoding picks the best s ≤ e within a max span
+// against null + threshold, so answers are substrings by construction
+// (span.go: SpanLoss, SpanTargets, SpanDecode; docs/design.md §7).
 package train
