@@ -1,13 +1,13 @@
 package readers
 
 import (
-	"math"
-	"sync/atomic"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
+	"sync/atomic"
 )
 
 // source is one format's row decoder.
@@ -28,7 +28,7 @@ type Reader struct {
 	rows  int64 // rows delivered: documents + rejects
 	docs  int64
 	rejs  int64
-	err   error // sticky: io.EOF or a *FileError
+	err   error         // sticky: io.EOF or a *FileError
 	frac  atomic.Uint64 // math.Float64bits of the last fraction(), read by progress reporters
 }
 

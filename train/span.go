@@ -35,23 +35,10 @@ func SpanLoss(start, end []float64, ts, te int, gs, ge []float64) float64 {
 }
 
 // ceGrad is softmax cross-entropy of class y with its gradient
-// softmax − onehot, computed with the max subtracted so long documents
-// with large logits do not overflow.
+// softmax − onehot in g (the classifier's softmaxCE on a copy of z).
 func ceGrad(z []float64, y int, g []float64) float64 {
-	m := math.Inf(-1)
-	for _, v := range z {
-		m = math.Max(m, v)
-	}
-	var s float64
-	for _, v := range z {
-		s += math.Exp(v - m)
-	}
-	lse := m + math.Log(s)
-	for i, v := range z {
-		g[i] = math.Exp(v - lse)
-	}
-	g[y]--
-	return lse - z[y]
+	copy(g, z)
+	return softmaxCE(g, y)
 }
 
 // SpanTargets maps an answer given as byte offsets [as, ae) in the document
