@@ -102,6 +102,11 @@ type Job struct {
 	Abstain []string `yaml:"abstain,omitempty" json:"abstain,omitempty"`
 	// MaxDocBytes makes readers reject bigger documents (0: readers' default).
 	MaxDocBytes int64 `yaml:"max_doc_bytes,omitempty" json:"max_doc_bytes,omitempty"`
+	// Limit, when positive, makes the job the first Limit input rows (rejected
+	// rows included) in shard order: a trial run. It is part of the job's
+	// fingerprint, so a limited output is never resumed by, or mixed with, a
+	// full run (that needs another --out or --force).
+	Limit int64 `yaml:"limit,omitempty" json:"limit,omitempty"`
 }
 
 // LoadFile reads a YAML job file. Unknown fields are errors naming the field,
@@ -153,6 +158,9 @@ func (j *Job) Normalize() error {
 	}
 	if j.Truncate == "" {
 		j.Truncate = TruncateHead
+	}
+	if j.Limit < 0 {
+		return fmt.Errorf("limit %d: must be positive (0: no limit)", j.Limit)
 	}
 	if j.Truncate != TruncateHead && j.Truncate != TruncateReject {
 		return fmt.Errorf("truncate %q: want head or reject", j.Truncate)

@@ -63,6 +63,9 @@ type readerAdapter struct{ r *readers.Reader }
 // Fraction implements Fractioner.
 func (a *readerAdapter) Fraction() float64 { return a.r.Fraction() }
 
+// RowCount implements RowCounter.
+func (a *readerAdapter) RowCount() (int64, bool) { return a.r.RowCount() }
+
 func (a *readerAdapter) Next() (Doc, error) {
 	d, err := a.r.Next()
 	if err != nil {

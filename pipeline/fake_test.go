@@ -25,6 +25,8 @@ type memSource struct {
 	opened atomic.Int64
 	// onNext, when set, runs before every row is returned (kill points).
 	onNext func()
+	// fractions makes the readers Fractioners (rows read of the shard's rows).
+	fractions bool
 }
 
 func (m *memSource) Open(s Shard, _ ReadOptions) (DocReader, error) {
@@ -33,8 +35,27 @@ func (m *memSource) Open(s Shard, _ ReadOptions) (DocReader, error) {
 	if !ok {
 		return nil, &FileError{File: s.Path, Err: errors.New("no such file")}
 	}
+	if m.fractions {
+		return &fracReader{memReader: memReader{rows: rows, src: m}}, nil
+	}
 	return &memReader{rows: rows, src: m}, nil
 }
+
+// fracReader is a memReader that reports its fraction read.
+type fracReader struct {
+	memReader
+	read atomic.Int64
+}
+
+func (r *fracReader) Next() (Doc, error) {
+	d, err := r.memReader.Next()
+	if err != io.EOF {
+		r.read.Add(1)
+	}
+	return d, err
+}
+
+func (r *fracReader) Fraction() float64 { return float64(r.read.Load()) / float64(len(r.rows)) }
 
 type memReader struct {
 	rows []any

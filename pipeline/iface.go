@@ -89,6 +89,12 @@ type Fractioner interface {
 	Fraction() float64
 }
 
+// RowCounter is a DocReader that can tell its shard's row count before
+// reading it (Parquet metadata), for --dry-run's plan.
+type RowCounter interface {
+	RowCount() (int64, bool)
+}
+
 // Tokenizer turns text into token ids without special tokens (the pipeline
 // adds <bos>) and back. It must be safe for concurrent use.
 type Tokenizer interface {

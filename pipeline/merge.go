@@ -58,6 +58,9 @@ func (r *runner) merge() error {
 	var parts, rejects []string
 	for _, sh := range r.cfg.Shards { // world is 1 in merge mode: every shard is ours
 		name := r.od.NameFor(sh.Key)
+		if r.beyondLimit[name] {
+			continue // a limited job stopped before this shard: it has no part
+		}
 		parts = append(parts, r.od.PartPath(name))
 		if _, err := os.Stat(r.od.RejectsPath(name)); err == nil {
 			rejects = append(rejects, r.od.RejectsPath(name))

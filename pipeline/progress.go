@@ -29,6 +29,11 @@ func (r *runner) progressBytes() int64 {
 		}
 		est = done + int64(float64(r.st.textSeen.Load()-doneText)*ratio)
 	}
+	if lim := r.cfg.Job.Limit; lim > 0 {
+		// a trial run ends at its row limit, usually long before the input
+		rows := r.sum.Previous.RowsIn + r.st.rowsIn.Load()
+		est = max(est, int64(float64(r.total)*min(1, float64(rows)/float64(lim))))
+	}
 	est = min(est, r.total)
 	for {
 		prev := r.st.progressMax.Load()

@@ -188,7 +188,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		if r.sum.ShardsFailed > 0 {
 			return r.sum, nil // not assembled: the caller reports the failed shards
 		}
-		if r.sum.ShardsLocked > 0 || r.sum.ShardsDone+r.sum.ShardsAlreadyDone != r.sum.ShardsAssigned {
+		if r.sum.ShardsLocked > 0 || r.sum.ShardsDone+r.sum.ShardsAlreadyDone+r.sum.ShardsBeyondLimit != r.sum.ShardsAssigned {
 			return r.sum, fmt.Errorf("%d shard(s) are being written by another running onecore; %s not assembled (rerun when it has finished)", r.sum.ShardsLocked, out.merge)
 		}
 		if err := r.merge(); err != nil {
@@ -446,6 +446,9 @@ type runner struct {
 	// keepWarned holds the --keep fields already warned about (collector
 	// goroutine only).
 	keepWarned map[string]bool
+	// beyondLimit holds the part names of shards not read because the
+	// job's limit was reached first (reader goroutine, then merge).
+	beyondLimit map[string]bool
 }
 
 // plan picks this rank's shards and skips finished ones. Locks are taken
@@ -652,8 +655,25 @@ func (r *runner) read(ctx context.Context, tokCh chan<- []*item, collCh chan<- e
 			batch, text = nil, 0
 		}
 	}
-	for _, sr := range r.work {
+	// A limited job reads the first Limit rows in shard order. Shards an
+	// earlier run of the same job marked done come first in that order (they
+	// are a prefix unless runs overlapped), so their rows count: a rerun
+	// after an interrupt reads exactly the rows the first run would have.
+	limited, left := r.cfg.Job.Limit > 0, int64(0)
+	if limited {
+		left = max(0, r.cfg.Job.Limit-r.sum.Previous.RowsIn)
+	}
+	for i, sr := range r.work {
 		if ctx.Err() != nil {
+			return
+		}
+		if limited && left == 0 {
+			r.beyondLimit = map[string]bool{}
+			for _, rest := range r.work[i:] {
+				r.beyondLimit[rest.name] = true
+			}
+			r.sum.ShardsBeyondLimit = len(r.work) - i
+			r.cfg.Log.Info("--limit reached: the remaining shards are not read", "limit", r.cfg.Job.Limit, "shards_not_read", len(r.work)-i)
 			return
 		}
 		if ok, err := r.claim(sr); err != nil {
@@ -673,7 +693,7 @@ func (r *runner) read(ctx context.Context, tokCh chan<- []*item, collCh chan<- e
 		if err != nil {
 			sr.fileErr = err
 		} else {
-			for {
+			for !limited || left > 0 {
 				if ctx.Err() != nil {
 					sr.aborted = true
 					break
@@ -681,6 +701,9 @@ func (r *runner) read(ctx context.Context, tokCh chan<- []*item, collCh chan<- e
 				doc, err := rd.Next()
 				if err == io.EOF {
 					break
+				}
+				if err == nil || errors.As(err, new(*RowError)) {
+					left-- // a row was read: a document or a rejected row
 				}
 				var rowErr *RowError
 				if errors.As(err, &rowErr) {

@@ -35,6 +35,12 @@ type Summary struct {
 	// the next run retries them; Failed says which and why.
 	ShardsFailed int           `json:"shards_failed"`
 	Failed       []FailedShard `json:"failed,omitempty"`
+	// ShardsBeyondLimit were not read because the job's --limit was reached
+	// before them (a trial run): in no part, and not marked.
+	ShardsBeyondLimit int `json:"shards_beyond_limit,omitempty"`
+	// Limit is the job's --limit (0: none): the output holds the first
+	// Limit input rows, not the corpus.
+	Limit int64 `json:"limit,omitempty"`
 
 	// Previous totals the skipped, already finished shards (from their markers).
 	Previous Totals `json:"previous"`
@@ -99,7 +105,7 @@ func (c *committedTotals) get() Totals {
 }
 
 func newSummary(c Config) *Summary {
-	return &Summary{Task: string(c.Job.Task), Out: c.Out, Rank: c.Placement.Rank, World: c.Placement.World, Workers: c.Workers}
+	return &Summary{Task: string(c.Job.Task), Out: c.Out, Rank: c.Placement.Rank, World: c.Placement.World, Workers: c.Workers, Limit: c.Job.Limit}
 }
 
 func (s *Summary) finish(wall time.Duration, st *stats) {

@@ -164,6 +164,9 @@ func describe(c *parquet.Column) string {
 
 func (s *parquetSource) close() error { return s.f.Close() }
 
+// rowCount is the file's row count, from the footer.
+func (s *parquetSource) rowCount() int64 { return s.pf.NumRows() }
+
 // fraction is rows delivered of the file's row count (from the footer).
 func (s *parquetSource) fraction() float64 {
 	n := s.pf.NumRows()

@@ -103,6 +103,15 @@ func (r *Reader) Next() (Document, error) {
 	}
 }
 
+// RowCount returns the shard's number of rows when the format records it
+// without a read (Parquet's footer), and false otherwise (JSON Lines).
+func (r *Reader) RowCount() (int64, bool) {
+	if c, ok := r.src.(interface{ rowCount() int64 }); ok {
+		return c.rowCount(), true
+	}
+	return 0, false
+}
+
 // Rows returns how many rows were delivered so far, as documents or rejects.
 func (r *Reader) Rows() int64 { return r.rows }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/onecore-dev/onecore/engine"
 	"github.com/onecore-dev/onecore/internal/atomicfile"
 	"github.com/onecore-dev/onecore/jobs"
 	"github.com/onecore-dev/onecore/models"
@@ -52,6 +53,8 @@ type extractFlags struct {
 	progress                        string
 	logEvery                        time.Duration
 	summary                         string
+	limit                           int64
+	dryRun                          bool
 }
 
 // extractHead is the opening of extract's help: what it does and its tasks.
@@ -241,6 +244,8 @@ func newExtractCmd(use string, task jobs.Task, short string) *cobra.Command {
 	f.StringVar(&fl.progress, "progress", "auto", "auto (bar on a terminal, else log lines), bar, log or none")
 	f.DurationVar(&fl.logEvery, "log-every", 10*time.Second, "period of the progress log lines (--progress log)")
 	f.StringVar(&fl.summary, "summary", "", "also write the JSON summary to this file")
+	f.Int64Var(&fl.limit, "limit", 0, "only the first N input rows, in shard order: a trial run (part of the job: its output is never resumed by a full run)")
+	f.BoolVar(&fl.dryRun, "dry-run", false, "print the plan (shards, rows where known, estimated time from a short calibration in a temporary folder) and write nothing to --out")
 	for _, name := range taskFlags[task] {
 		f.MarkHidden(name)
 	}
@@ -298,6 +303,9 @@ func buildJob(cmd *cobra.Command, fl *extractFlags) (*jobs.Job, error) {
 	if set("extractive") {
 		j.Extractive = fl.extractive
 	}
+	if set("limit") {
+		j.Limit = fl.limit
+	}
 	return j, nil
 }
 
@@ -322,6 +330,11 @@ func runExtract(cmd *cobra.Command, fl *extractFlags) error {
 	place, err := jobs.ResolvePlacement(fl.rank, fl.world, os.Getenv)
 	if err != nil {
 		return usageError{err}
+	}
+	if job.Limit > 0 && place.World > 1 {
+		// Each rank would take the first N rows of its own shards: not
+		// what "the first N documents" means to whoever tries a job.
+		return usageError{fmt.Errorf("--limit %d with rank %d of %d: a trial run is one process (pass --world 1)", job.Limit, place.Rank, place.World)}
 	}
 	// Every flag is checked before anything slow (listing the inputs,
 	// loading the model): a typo is a usage error (exit 2) at once.
@@ -403,6 +416,22 @@ func runExtract(cmd *cobra.Command, fl *extractFlags) error {
 	log.Info("extract", "task", job.Task, "model", dir, "model_from", source, "shards", len(shards),
 		"rank", place.Rank, "world", place.World, "placement", place.From, "out", job.Out)
 
+	if fl.dryRun {
+		started()
+		// a few packs per worker: long enough to see the steady rate
+		workers := fl.workers
+		if workers <= 0 {
+			workers = len(engine.AllowedCPUs())
+		}
+		plan, err := pipeline.DryRun(ctx, cfg, 64*max(1, workers))
+		if err != nil {
+			return err
+		}
+		return printPlan(sumOut, fl.summary, plan)
+	}
+	if job.Limit > 0 {
+		log.Warn("--limit: a trial run; the output holds the first rows only, and a full run needs another --out (or --force)", "limit", job.Limit)
+	}
 	started()
 	sum, runErr := pipeline.Run(ctx, cfg)
 	if sum != nil {
@@ -521,4 +550,53 @@ func printSummary(w io.Writer, path string, sum *pipeline.Summary) error {
 		return atomicfile.WriteFile(path, b)
 	}
 	return nil
+}
+
+// printPlan prints --dry-run's plan for a person (and as JSON to path, when
+// given).
+func printPlan(w io.Writer, path string, p *pipeline.Plan) error {
+	fmt.Fprintf(w, "dry run: nothing was written to %s\n", p.Out)
+	fmt.Fprintf(w, "  task %s, model %s, rank %d of %d, %d engine workers\n", p.Task, p.Model, p.Rank, p.World, p.Workers)
+	if p.Limit > 0 {
+		fmt.Fprintf(w, "  --limit %d: a trial run over the first %d input rows\n", p.Limit, p.Limit)
+	}
+	fmt.Fprintf(w, "  shards: %d assigned, %d already done, %d to do (%s on disk)\n",
+		p.ShardsAssigned, p.ShardsAlreadyDone, p.ShardsToDo, humanBytes(p.BytesToDo))
+	if p.ShardsRowsKnown > 0 {
+		fmt.Fprintf(w, "  rows: %d in the %d shard(s) whose files record it\n", p.RowsKnown, p.ShardsRowsKnown)
+	}
+	if c := p.Calibration; c != nil {
+		fmt.Fprintf(w, "  calibration: %d documents, %d tokens in %.1fs: %.0f docs/s, %.0f tok/s\n", c.Docs, c.Tokens, c.WallS, c.DocsPerS, c.TokPerS)
+		if p.RowsEstimated > p.RowsKnown {
+			fmt.Fprintf(w, "  rows (estimated from %.0f bytes on disk per row): ~%d\n", c.BytesPerRow, p.RowsEstimated)
+		}
+	}
+	if p.EstimatedS > 0 {
+		fmt.Fprintf(w, "  estimated time: %s (from the calibration's rate; startup included, so short runs look slower)\n",
+			time.Duration(p.EstimatedS*float64(time.Second)).Round(time.Second))
+	}
+	for _, n := range p.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+	if path != "" {
+		b, err := json.MarshalIndent(p, "", "  ")
+		if err != nil {
+			return err
+		}
+		return atomicfile.WriteFile(path, append(b, '\n'))
+	}
+	return nil
+}
+
+// humanBytes is n in B, KB, MB or GB (decimal units, one decimal).
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.1f GB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1f KB", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%d B", n)
 }
