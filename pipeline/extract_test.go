@@ -3,6 +3,7 @@ package pipeline
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -120,7 +121,7 @@ func TestExtractiveDecoderMatchesReference(t *testing.T) {
 	if err := j.Normalize(); err != nil {
 		t.Fatal(err)
 	}
-	tk, _, err := newTask(j, m, tok)
+	tk, _, err := newTask(j, m, tok, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,11 @@ type item struct {
 	// scoredBytes are the bytes of text the kept tokens cover (score: the
 	// denominator of bits_per_byte): textLen, or less when truncated.
 	scoredBytes int
-	res         result
+	// spanText and spanOffs are the kept part of the text and its tokens'
+	// byte offsets (extract with a span head), until the answer is cut.
+	spanText string
+	spanOffs [][2]int
+	res      result
 }
 
 func (it *item) cost() int {
@@ -112,7 +116,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	tk, labels, err := newTask(cfg.Job, cfg.Model, cfg.Tokenizer)
+	tk, labels, err := newTask(cfg.Job, cfg.Model, cfg.Tokenizer, cfg.Log)
 	if err != nil {
 		return nil, err
 	}
