@@ -476,7 +476,11 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 		}
 		if o.EvalEvery > 0 && st.Step%o.EvalEvery == 0 && st.Step < steps {
 			if _, err := eval(); err != nil {
-				return nil, err
+				// interrupted while evaluating: keep the steps done
+				if serr := save(); serr != nil {
+					return nil, serr
+				}
+				return nil, ErrInterrupted
 			}
 		}
 		if o.CkptEvery > 0 && st.Step%o.CkptEvery == 0 && st.Step < steps {
@@ -486,14 +490,12 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 			log.Info("checkpoint", "dir", o.Out, "step", st.Step)
 		}
 	}
-	rep, err := eval()
-	if err != nil {
-		return nil, err
-	}
+	// saved before the final evaluation, so an interruption during it
+	// loses nothing
 	if err := save(); err != nil {
 		return nil, err
 	}
-	return rep, nil
+	return eval()
 }
 
 // spanRows returns the pass rows of d's logits (relative to its first

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/onecore-dev/onecore/engine"
 )
@@ -133,4 +134,44 @@ func TestExtractLearnsSpans(t *testing.T) {
 	if s := ck.Shapes[engine.HeadSpanW]; fmt.Sprint(s) != "[64 2]" {
 		t.Errorf("saved head.span.w shape %v", s)
 	}
+}
+
+// FuzzParseExtractRecord: no record line makes the parser or the answer
+// mapping panic; a record that parses gives an answer that is either
+// absent or a non-empty byte range of its text that starts and ends on
+// character boundaries (for valid UTF-8 text), and a string answer is
+// found where it is.
+func FuzzParseExtractRecord(f *testing.F) {
+	for _, s := range []string{
+		`{"text":"the code is AB12.","answer":"AB12"}`,
+		`{"text":"Jörg: QX7","question":"who?","answer":[0,4]}`,
+		`{"text":"x","question":null,"answer":null}`,
+		`{"text":"abc","answer":{"start":1,"end":3}}`,
+		`{"text":"abc"}`,
+		`{"text":7,"answer":"a"}`,
+		`{"text":"a\u00e9b","answer":[1,2]}`,
+		`[1,2]`, `{"text":"abc","answer":[2,1]}`, `{"text":"abc","answer":"zz"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		r, err := ParseExtractRecord(line, "text", "question", "answer")
+		if err != nil {
+			return
+		}
+		as, ae, present, err := ParseSpanAnswer(r.Text, r.Answer)
+		if err != nil || !present {
+			return
+		}
+		if as < 0 || ae <= as || ae > len(r.Text) {
+			t.Fatalf("answer %s of %q: byte range [%d,%d)", r.Answer, r.Text, as, ae)
+		}
+		if utf8.ValidString(r.Text) && (!utf8.RuneStart(r.Text[as]) || (ae < len(r.Text) && !utf8.RuneStart(r.Text[ae]))) {
+			t.Fatalf("answer %s of %q: [%d,%d) splits a character", r.Answer, r.Text, as, ae)
+		}
+		var a string
+		if json.Unmarshal(r.Answer, &a) == nil && r.Text[as:ae] != a {
+			t.Fatalf("string answer %q found as %q", a, r.Text[as:ae])
+		}
+	})
 }
