@@ -81,6 +81,34 @@ func codeRecords(n int, seed uint64) []map[string]any {
 	return recs
 }
 
+// askedRecords is the code task with a question per record: documents
+// hold "the <key> is <code>." clauses for three of four keys, and the
+// question asks for the code or the pin, so the answer depends on the
+// question (absent when the asked key is not in the document).
+func askedRecords(n int, seed uint64) []map[string]any {
+	rng := rand.New(rand.NewPCG(seed, 8))
+	code := func() string {
+		return fmt.Sprintf("%c%c%d%d", 'A'+rng.IntN(26), 'A'+rng.IntN(26), rng.IntN(10), rng.IntN(10))
+	}
+	keys := []string{"code", "pin", "id", "tag"}
+	var recs []map[string]any
+	for i := 0; i < n; i++ {
+		asked := keys[rng.IntN(2)]
+		rec := map[string]any{"question": "what is the " + asked + "?"}
+		var clauses []string
+		for _, k := range rng.Perm(len(keys))[:3] {
+			v := code()
+			clauses = append(clauses, fmt.Sprintf("the %s is %s.", keys[k], v))
+			if keys[k] == asked {
+				rec["answer"] = v
+			}
+		}
+		rec["text"] = strings.Join(clauses, " ") + fmt.Sprintf(" #%d", i)
+		recs = append(recs, rec)
+	}
+	return recs
+}
+
 func writeRecords(t *testing.T, recs []map[string]any) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "data.jsonl")
@@ -101,6 +129,24 @@ func extractTestOptions(from, out, data string) ExtractOptions {
 		From: from, Out: out, Data: []string{data}, TextField: "text", QuestionField: "question", AnswerField: "answer",
 		Question: "what is the code?", Tokenizer: byteTok{}, MaxTokens: 128, ValPermille: 200,
 		Epochs: 4, LR: 2e-3, HeadLR: 1e-2, BatchTokens: 1024, MaxSpan: 16, Seed: 1, Workers: 2, Samples: 3,
+	}
+}
+
+// TestExtractFollowsQuestion: with the question before the document, the
+// head learns to answer the question asked (code or pin, both in most
+// documents) rather than a fixed key.
+func TestExtractFollowsQuestion(t *testing.T) {
+	from := randomCheckpoint(t)
+	o := extractTestOptions(from, t.TempDir(), writeRecords(t, askedRecords(400, 2)))
+	o.Question, o.Epochs = "", 6
+	rep, err := Extract(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("held-out: EM %.3f F1 %.3f abstain P %.3f R %.3f (%d)", rep.ExactMatch, rep.F1, rep.AbstainPrecision, rep.AbstainRecall, rep.N)
+	// answering the other key's code, or always abstaining, scores ≤ 0.5
+	if rep.ExactMatch < 0.8 {
+		t.Errorf("exact match %.3f, want ≥ 0.8", rep.ExactMatch)
 	}
 }
 
