@@ -231,6 +231,9 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 	if o.MaxTokens < 2 {
 		return nil, fmt.Errorf("max tokens %d: need at least 2 (<bos> and one token)", o.MaxTokens)
 	}
+	if o.LR <= 0 || o.HeadLR <= 0 || o.Epochs <= 0 || o.BatchTokens < 1 {
+		return nil, fmt.Errorf("learning rates, epochs and batch tokens must be positive (lr %g, head lr %g, epochs %g, batch tokens %d)", o.LR, o.HeadLR, o.Epochs, o.BatchTokens)
+	}
 	if o.MaxSpan < 1 {
 		o.MaxSpan = 64
 	}
