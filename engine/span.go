@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -115,11 +116,13 @@ func TokenByteOffsets(lens []int) [][2]int {
 }
 
 // SpanText returns the text of token span s..e (inclusive) of a document
-// whose tokens cover text at byte offsets offs, widened to whole
-// characters (a byte-level token may hold part of a UTF-8 character), and
-// its character offsets [cs, ce) in text: text[as:ae] with as, ae the byte
-// offsets of the widened span, so the answer is always exactly the
-// substring of the document at the reported offsets.
+// whose tokens cover text at byte offsets offs, and its character offsets
+// [cs, ce) in text. The tokens' byte range is widened to whole characters
+// (a byte-level token may hold part of a UTF-8 character), then stripped
+// of white space at both ends: BPE tokens carry the space before a word
+// (" MF" in " MF99"), so a span of whole tokens would otherwise start with
+// it (a span of only white space is kept as it is). The answer is always
+// exactly the substring of the document at the reported offsets.
 func SpanText(text string, offs [][2]int, s, e int) (answer string, cs, ce int) {
 	a, b := offs[s][0], offs[e][1]
 	a, b = min(a, len(text)), min(b, len(text))
@@ -128,6 +131,10 @@ func SpanText(text string, offs [][2]int, s, e int) (answer string, cs, ce int) 
 	}
 	for b < len(text) && !utf8.RuneStart(text[b]) {
 		b++
+	}
+	if t := strings.TrimSpace(text[a:b]); t != "" {
+		a += strings.Index(text[a:b], t)
+		b = a + len(t)
 	}
 	cs = utf8.RuneCountInString(text[:a])
 	return text[a:b], cs, cs + utf8.RuneCountInString(text[a:b])

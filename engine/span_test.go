@@ -39,7 +39,8 @@ func TestSpanDecode(t *testing.T) {
 }
 
 // TestSpanText: answers are whole characters of the text at the reported
-// character offsets, even when tokens split a UTF-8 character.
+// character offsets, even when tokens split a UTF-8 character, without the
+// white space BPE tokens carry at their start.
 func TestSpanText(t *testing.T) {
 	text := "code: ü€x end"
 	// byte tokens: "code:", " ", 0xC3, 0xBC, 0xE2, 0x82 0xAC, "x", " end"
@@ -53,7 +54,9 @@ func TestSpanText(t *testing.T) {
 		{2, 2, "ü", 6, 7}, // first byte of ü only: widened to the character
 		{3, 4, "ü€", 6, 8},
 		{5, 6, "€x", 7, 9},
-		{7, 7, " end", 9, 13},
+		{7, 7, "end", 10, 13}, // the token's leading space is not part of the answer
+		{1, 1, " ", 5, 6},     // a span of only white space stays as it is
+		{0, 2, "code: ü", 0, 7},
 	} {
 		got, cs, ce := SpanText(text, offs, c.s, c.e)
 		r := []rune(text)
