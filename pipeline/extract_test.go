@@ -3,7 +3,6 @@ package pipeline
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -121,7 +120,7 @@ func TestExtractiveDecoderMatchesReference(t *testing.T) {
 	if err := j.Normalize(); err != nil {
 		t.Fatal(err)
 	}
-	tk, _, err := newTask(j, m, tok, slog.Default())
+	tk, _, err := newTask(j, m, tok)
 	if err != nil {
 		t.Fatal(err)
 	}

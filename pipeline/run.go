@@ -116,9 +116,14 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	tk, labels, err := newTask(cfg.Job, cfg.Model, cfg.Tokenizer, cfg.Log)
+	tk, labels, err := newTask(cfg.Job, cfg.Model, cfg.Tokenizer)
 	if err != nil {
 		return nil, err
+	}
+	if w, ok := tk.(warner); ok {
+		for _, msg := range w.warnings() {
+			cfg.Log.Warn(msg)
+		}
 	}
 	schema := jobs.SchemaFor(cfg.Job, labels)
 	manifest := jobs.Manifest{Job: cfg.Job, ModelPath: cfg.ModelPath, ModelID: cfg.ModelID}

@@ -3,7 +3,6 @@ package pipeline
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"slices"
 	"strings"
@@ -39,8 +38,13 @@ type task interface {
 	run(w Worker, tok Tokenizer, pack []*item) error
 }
 
+// warner is a task with warnings about the job and model, logged once
+// when the run starts (newTask itself does not log: --dry-run calls it to
+// check for refusals).
+type warner interface{ warnings() []string }
+
 // newTask builds the task a job names, checking it against the model.
-func newTask(j *jobs.Job, m Model, tok Tokenizer, log *slog.Logger) (task, []string, error) {
+func newTask(j *jobs.Job, m Model, tok Tokenizer) (task, []string, error) {
 	switch j.Task {
 	case jobs.TaskScore:
 		return scoreTask{}, nil, nil
@@ -50,9 +54,9 @@ func newTask(j *jobs.Job, m Model, tok Tokenizer, log *slog.Logger) (task, []str
 		return newClassify(j, m, tok)
 	case jobs.TaskExtract:
 		if m.HasSpanHead() {
-			return newSpanExtract(j, log)
+			return newSpanExtract(j)
 		}
-		return newExtract(j, m, tok, log)
+		return newExtract(j, m, tok)
 	}
 	return nil, nil, fmt.Errorf("unknown task %q", j.Task)
 }
@@ -266,11 +270,14 @@ type extractTask struct {
 	qIndex     int // index of the question field in Doc.Keep, or -1
 	question   string
 	fixed      [2][]int32 // before/after tokens when the question is fixed
+	warn       []string
 }
+
+func (t *extractTask) warnings() []string { return t.warn }
 
 const defaultExtractTemplate = "{text}\nQuestion: {question}\nAnswer:"
 
-func newExtract(j *jobs.Job, m Model, tok Tokenizer, log *slog.Logger) (task, []string, error) {
+func newExtract(j *jobs.Job, m Model, tok Tokenizer) (task, []string, error) {
 	// A checkpoint with neither a span head nor an extract template in its
 	// generation.json was not trained to extract. A classifier is refused:
 	// its body (and certainly its intent) is a classification model, and
@@ -278,13 +285,15 @@ func newExtract(j *jobs.Job, m Model, tok Tokenizer, log *slog.Logger) (task, []
 	// status 0. A plain language model is only warned about: decoding from
 	// it is what extract has always done (and what the bundled base gives
 	// with a good --template), so refusing would break working jobs.
+	var warn []string
 	if j.Template == "" && m.Template(string(jobs.TaskExtract)) == "" {
 		if len(m.Labels()) > 0 {
 			return nil, nil, errors.New("extract: the model is a classifier (head.cls) with neither a span head (head.span) nor an extract template in generation.json; train a span head with 'onecore train extract', or extract with a language model (--model base)")
 		}
-		log.Warn("extract: the model has no span head (head.span) and no extract template in generation.json: decoding the answer generatively from a model not trained to extract (train a span head with 'onecore train extract' for answers that are spans of the document)")
+		warn = append(warn, "extract: the model has no span head (head.span) and no extract template in generation.json: decoding the answer generatively from a model not trained to extract (train a span head with 'onecore train extract' for answers that are spans of the document)")
 	}
 	t := &extractTask{
+		warn:       warn,
 		template:   template(j, m, defaultExtractTemplate),
 		maxNew:     j.MaxNewTokens,
 		extractive: j.Extractive,
@@ -391,9 +400,12 @@ type spanTask struct {
 	threshold float64
 	qIndex    int // index of the question field in Doc.Keep, or -1
 	question  string
+	warn      []string
 }
 
-func newSpanExtract(j *jobs.Job, log *slog.Logger) (task, []string, error) {
+func (t *spanTask) warnings() []string { return t.warn }
+
+func newSpanExtract(j *jobs.Job) (task, []string, error) {
 	// The head was trained on one fixed prompt; the generative settings
 	// have nothing to act on.
 	var ignored []string
@@ -406,10 +418,10 @@ func newSpanExtract(j *jobs.Job, log *slog.Logger) (task, []string, error) {
 	if len(j.Abstain) > 0 {
 		ignored = append(ignored, "abstain")
 	}
-	if len(ignored) > 0 {
-		log.Warn("extract: the model has a span head, which reads its own fixed prompt and answers with spans: these settings are ignored", "settings", strings.Join(ignored, ","))
-	}
 	t := &spanTask{maxSpan: j.MaxSpan, threshold: j.SpanThreshold, qIndex: -1, question: j.Question}
+	if len(ignored) > 0 {
+		t.warn = append(t.warn, "extract: the model has a span head, which reads its own fixed prompt and answers with spans: ignoring "+strings.Join(ignored, ", "))
+	}
 	if t.maxSpan < 1 {
 		t.maxSpan = jobs.DefaultMaxSpan
 	}
