@@ -258,8 +258,19 @@ func CheckFinite(name string, shape []int, v []float32) error {
 	return nil
 }
 
-// validateHeads checks head.cls.* shapes when present.
+// validateHeads checks head.cls.* and head.span.* shapes when present.
 func validateHeads(cfg *Config, shapes map[string][]int) error {
+	sw, hasSW := shapes[HeadSpanW]
+	sb, hasSB := shapes[HeadSpanB]
+	if hasSB && !hasSW {
+		return fmt.Errorf("tensor %q present without %q", HeadSpanB, HeadSpanW)
+	}
+	if hasSW && !slices.Equal(sw, []int{cfg.DModel, 2}) {
+		return fmt.Errorf("tensor %q: shape %v, want [%d, 2]", HeadSpanW, sw, cfg.DModel)
+	}
+	if hasSB && !slices.Equal(sb, []int{2}) {
+		return fmt.Errorf("tensor %q: shape %v, want [2]", HeadSpanB, sb)
+	}
 	w, hasW := shapes[HeadClsW]
 	b, hasB := shapes[HeadClsB]
 	if !hasW && !hasB {
@@ -281,8 +292,8 @@ func validateHeads(cfg *Config, shapes map[string][]int) error {
 // rounded to bf16) and, when gen is non-nil, generation.json into dir,
 // each atomically (temp file + rename). tensors must hold exactly the
 // TensorSpecs(cfg) names with matching sizes, plus optional head.* tensors
-// (head.cls.w [d_model, n], head.cls.b [n]; other head.* tensors are
-// stored 1-D). tokenizer.json is left untouched: whoever writes the
+// (head.cls.w [d_model, n], head.cls.b [n], head.span.w [d_model, 2],
+// head.span.b [2]; other head.* tensors are stored 1-D). tokenizer.json is left untouched: whoever writes the
 // checkpoint copies it beside these files.
 func SaveCheckpoint(dir string, cfg *Config, tensors map[string][]float32, gen *Generation) error {
 	if err := cfg.Validate(); err != nil {
@@ -321,6 +332,9 @@ func SaveCheckpoint(dir string, cfg *Config, tensors map[string][]float32, gen *
 				return fmt.Errorf("save %s: tensor %q has %d values, not a multiple of d_model %d", dir, name, len(v), cfg.DModel)
 			}
 			shape = []int{cfg.DModel, len(v) / cfg.DModel}
+		}
+		if name == HeadSpanW && cfg.DModel > 0 && len(v) == 2*cfg.DModel {
+			shape = []int{cfg.DModel, 2} // any other size fails validateHeads
 		}
 		list = append(list, BF16Tensor(name, shape, v))
 		shapes[name] = shape

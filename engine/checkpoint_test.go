@@ -83,6 +83,8 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	ts[HeadClsW] = make([]float32, cfg.DModel*3)
 	ts[HeadClsW][5] = 0.3
 	ts[HeadClsB] = []float32{1, 2, 3}
+	ts[HeadSpanW] = make([]float32, cfg.DModel*2)
+	ts[HeadSpanW][3] = -0.5
 	gen := &Generation{VocabMask: []int32{5, 6}, StopIDs: []int32{2}, Templates: map[string]string{"classify": "{text}"}, Labels: []string{"a", "b", "c"}}
 	dir := filepath.Join(t.TempDir(), "ck")
 	if err := SaveCheckpoint(dir, cfg, ts, gen); err != nil {
@@ -91,6 +93,9 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	ck, err := LoadCheckpoint(dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !slices.Equal(ck.Shapes[HeadSpanW], []int{cfg.DModel, 2}) {
+		t.Fatalf("span head shape %v", ck.Shapes[HeadSpanW])
 	}
 	if ck.NumLabels() != 3 || !slices.Equal(ck.Generation.Labels, gen.Labels) || ck.Generation.Templates["classify"] != "{text}" {
 		t.Fatalf("heads/generation lost: %d %+v", ck.NumLabels(), ck.Generation)
@@ -121,6 +126,16 @@ func TestCheckpointErrors(t *testing.T) {
 	ts["layers.9.foo"] = []float32{1}
 	if err := SaveCheckpoint(dir, cfg, ts, nil); err == nil || !strings.Contains(err.Error(), `"layers.9.foo"`) {
 		t.Fatalf("unexpected tensor: %v", err)
+	}
+	ts = InitTensors(cfg, 1)
+	ts[HeadSpanW] = make([]float32, 3*cfg.DModel)
+	if err := SaveCheckpoint(dir, cfg, ts, nil); err == nil || !strings.Contains(err.Error(), `"head.span.w"`) {
+		t.Fatalf("span head of 3 columns: %v", err)
+	}
+	ts[HeadSpanW] = make([]float32, 2*cfg.DModel)
+	ts[HeadSpanB] = []float32{1, 2, 3}
+	if err := SaveCheckpoint(dir, cfg, ts, nil); err == nil || !strings.Contains(err.Error(), `"head.span.b"`) {
+		t.Fatalf("span bias of 3: %v", err)
 	}
 	ts = InitTensors(cfg, 1)
 	if err := SaveCheckpoint(dir, cfg, ts, &Generation{StopIDs: []int32{97}}); err == nil || !strings.Contains(err.Error(), "stop_ids") {

@@ -29,6 +29,11 @@ func testModelFor(t testing.TB, cfg *Config, seed uint64, kern amx.Kernel) *Mode
 		ts[HeadClsW][i] = float32(rng.NormFloat64())
 	}
 	ts[HeadClsB] = []float32{0.1, -0.2, 0.3}
+	ts[HeadSpanW] = make([]float32, cfg.DModel*2)
+	for i := range ts[HeadSpanW] {
+		ts[HeadSpanW][i] = float32(rng.NormFloat64())
+	}
+	ts[HeadSpanB] = []float32{0.25, -0.5}
 	// Give the router a strong bias spread so block 0 is not a near-tie
 	// and the rest of the router input matters.
 	for i := range cfg.Layers {
@@ -60,14 +65,14 @@ func testModelFor(t testing.TB, cfg *Config, seed uint64, kern amx.Kernel) *Mode
 
 func layerName(i int, s string) string { return "layers." + itoa(i) + "." + s }
 
-var allWant = Want{Hidden: true, Mean: true, Logits: LogitsAll, LogProbs: true, Classify: true}
+var allWant = Want{Hidden: true, Mean: true, Logits: LogitsAll, LogProbs: true, Classify: true, Span: true}
 
 func sameResult(t *testing.T, what string, a, b Result) {
 	t.Helper()
 	for _, f := range []struct {
 		name string
 		x, y []float32
-	}{{"hidden", a.Hidden, b.Hidden}, {"mean", a.Mean, b.Mean}, {"logits", a.Logits, b.Logits}, {"logprobs", a.LogProbs, b.LogProbs}, {"class", a.Class, b.Class}} {
+	}{{"hidden", a.Hidden, b.Hidden}, {"mean", a.Mean, b.Mean}, {"logits", a.Logits, b.Logits}, {"logprobs", a.LogProbs, b.LogProbs}, {"class", a.Class, b.Class}, {"span", a.Span, b.Span}} {
 		if len(f.x) != len(f.y) {
 			t.Fatalf("%s: %s lengths %d vs %d", what, f.name, len(f.x), len(f.y))
 		}
@@ -192,7 +197,7 @@ func TestPrefillOutputs(t *testing.T) {
 	m := testModel(t, nil, 6)
 	docs := randDocs(7, m.Cfg.VocabSize, 12, 3)
 	in := NewInstance(m)
-	res, err := in.Prefill(docs, Want{Hidden: true, Mean: true, Logits: LogitsAll, LogProbs: true, Classify: true})
+	res, err := in.Prefill(docs, Want{Hidden: true, Mean: true, Logits: LogitsAll, LogProbs: true, Classify: true, Span: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,6 +242,20 @@ func TestPrefillOutputs(t *testing.T) {
 			}
 			if math.Abs(s-float64(r.Class[l])) > 1e-4 {
 				t.Fatalf("class[%d] = %v want %v", l, r.Class[l], s)
+			}
+		}
+		if len(r.Span) != 2*n {
+			t.Fatalf("doc %d: %d span logits for %d tokens", di, len(r.Span), n)
+		}
+		for i := 0; i < n; i++ {
+			for k := 0; k < 2; k++ {
+				s := float64(m.spanB[k])
+				for j := 0; j < D; j++ {
+					s += float64(r.Hidden[i*D+j]) * float64(m.spanW[j*2+k])
+				}
+				if math.Abs(s-float64(r.Span[2*i+k])) > 1e-4 {
+					t.Fatalf("doc %d pos %d: span[%d] = %v want %v", di, i, k, r.Span[2*i+k], s)
+				}
 			}
 		}
 		// Hidden rows are RMS-normalised outputs times norm.g (= 1 here).

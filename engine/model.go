@@ -23,6 +23,9 @@ type Model struct {
 	clsW, clsB []float32
 	nLabels    int
 
+	// Span-extraction head (nil without head.span.w): fp32 [D×2], bias [2].
+	spanW, spanB []float32
+
 	// RoPE inverse frequencies (float64, exact to the spec's formula) and
 	// cos/sin tables for positions below ropeN, shared by all instances.
 	invFreq          []float64
@@ -174,6 +177,16 @@ func NewModelFor(ck *Checkpoint, kern amx.Kernel) (*Model, error) {
 		m.clsB = ck.Tensors[HeadClsB]
 		if m.clsB == nil {
 			m.clsB = make([]float32, m.nLabels)
+		}
+	}
+	if w, ok := ck.Tensors[HeadSpanW]; ok {
+		if len(w) != 2*D {
+			return nil, fmt.Errorf("tensor %q: %d values, want %d", HeadSpanW, len(w), 2*D)
+		}
+		m.spanW = w
+		m.spanB = ck.Tensors[HeadSpanB]
+		if m.spanB == nil {
+			m.spanB = make([]float32, 2)
 		}
 	}
 	half := cfg.SWAHeadDim / 2

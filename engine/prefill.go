@@ -35,6 +35,9 @@ type Want struct {
 	// Classify returns the classifier head's logits [n_labels]:
 	// mean · head.cls.w + head.cls.b (the checkpoint must have head.cls).
 	Classify bool
+	// Span returns the span head's [start, end] logits at every position
+	// [n × 2] (the checkpoint must have head.span; see SpanDecode).
+	Span bool
 }
 
 // Result is one document's Prefill output; fields not asked for are nil.
@@ -44,6 +47,7 @@ type Result struct {
 	Logits   []float32
 	LogProbs []float32
 	Class    []float32
+	Span     []float32
 }
 
 // DefaultPassTokens is how many tokens Prefill packs into one pass by
@@ -64,6 +68,9 @@ func (in *Instance) Prefill(docs [][]int32, want Want) ([]Result, error) {
 	}
 	if want.Classify && in.m.nLabels == 0 {
 		return nil, fmt.Errorf("classifier output requested but the checkpoint has no %s tensor", HeadClsW)
+	}
+	if want.Span && in.m.spanW == nil {
+		return nil, fmt.Errorf("span logits requested but the checkpoint has no %s tensor (train one with onecore train extract)", HeadSpanW)
 	}
 	res := make([]Result, len(docs))
 	pass := in.PassTokens
@@ -163,6 +170,12 @@ func (in *Instance) collect(docs [][]int32, idx []int, res []Result, want Want) 
 					r.Mean = nil
 				}
 			}
+		}
+		if want.Span {
+			if r.Span == nil {
+				r.Span = make([]float32, 2*len(doc))
+			}
+			in.spanLogits(s.start, s.n, r.Span[2*s.off:])
 		}
 		switch want.Logits {
 		case LogitsAll:

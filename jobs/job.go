@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 
@@ -27,7 +28,7 @@ type Task string
 const (
 	TaskClassify Task = "classify" // label, score, per-label probabilities
 	TaskScore    Task = "score"    // mean log-prob, perplexity, token count
-	TaskExtract  Task = "extract"  // prompt → greedy decode → text, logprob, abstained
+	TaskExtract  Task = "extract"  // span head, or prompt → greedy decode: text, logprob, abstained, offsets
 	TaskEmbed    Task = "embed"    // mean-pooled final hidden state
 )
 
@@ -55,6 +56,7 @@ const (
 const (
 	DefaultMaxTokens    = 1024
 	DefaultMaxNewTokens = 32
+	DefaultMaxSpan      = 64
 	DefaultTextField    = "text"
 	DefaultIDField      = "id"
 )
@@ -100,6 +102,13 @@ type Job struct {
 	// Abstain lists answers (after trimming spaces) that mean "no answer";
 	// an empty answer always abstains.
 	Abstain []string `yaml:"abstain,omitempty" json:"abstain,omitempty"`
+	// MaxSpan bounds an answer of the span head, in tokens (extract with a
+	// checkpoint that has head.span).
+	MaxSpan int `yaml:"max_span,omitempty" json:"max_span,omitempty"`
+	// SpanThreshold is added to the span head's "not present" score before
+	// it is compared with the best span's: above 0 abstains more often,
+	// below 0 answers more often.
+	SpanThreshold float64 `yaml:"span_threshold,omitempty" json:"span_threshold,omitempty"`
 	// MaxDocBytes makes readers reject bigger documents (0: readers' default).
 	MaxDocBytes int64 `yaml:"max_doc_bytes,omitempty" json:"max_doc_bytes,omitempty"`
 	// Limit, when positive, makes the job the first Limit input rows (rejected
@@ -184,7 +193,19 @@ func (j *Job) Normalize() error {
 		if j.MaxNewTokens < 1 {
 			return fmt.Errorf("max_new_tokens %d: must be positive", j.MaxNewTokens)
 		}
+		if j.MaxSpan == 0 {
+			j.MaxSpan = DefaultMaxSpan
+		}
+		if j.MaxSpan < 1 {
+			return fmt.Errorf("max_span %d: must be positive", j.MaxSpan)
+		}
+		if math.IsNaN(j.SpanThreshold) || math.IsInf(j.SpanThreshold, 0) {
+			return fmt.Errorf("span_threshold %v: must be a finite number", j.SpanThreshold)
+		}
 	} else {
+		if j.MaxSpan != 0 || j.SpanThreshold != 0 {
+			return fmt.Errorf("max_span/span_threshold apply to task extract, not %s", j.Task)
+		}
 		if j.Extractive {
 			return fmt.Errorf("extractive applies to task extract, not %s", j.Task)
 		}

@@ -23,7 +23,7 @@ func TestParseNormalize(t *testing.T) {
 			}
 		}},
 		{name: "extract", yaml: "task: extract\ntemplate: 'Q: {question}\\n{text}\\nA:'\nquestion_field: q\nextractive: true\nkeep: [url, lang]\n", check: func(t *testing.T, j *Job) {
-			if j.MaxNewTokens != DefaultMaxNewTokens || !j.Extractive || len(j.Keep) != 2 {
+			if j.MaxNewTokens != DefaultMaxNewTokens || j.MaxSpan != DefaultMaxSpan || !j.Extractive || len(j.Keep) != 2 {
 				t.Errorf("%+v", j)
 			}
 		}},
@@ -32,7 +32,16 @@ func TestParseNormalize(t *testing.T) {
 		{name: "labels on score", yaml: "task: score\nlabels: [a]\n", wantErr: "labels/classify_by apply"},
 		{name: "duplicate label", yaml: "labels: [a, a]\n", wantErr: `"a" listed twice`},
 		{name: "keep collides", yaml: "task: score\nkeep: [perplexity]\n", wantErr: "collides"},
+		{name: "keep collides with offsets", yaml: "task: extract\nkeep: [answer_start]\n", wantErr: "collides"},
 		{name: "extractive on score", yaml: "task: score\nextractive: true\n", wantErr: "extractive applies"},
+		{name: "span settings", yaml: "task: extract\nmax_span: 12\nspan_threshold: -1.5\n", check: func(t *testing.T, j *Job) {
+			if j.MaxSpan != 12 || j.SpanThreshold != -1.5 {
+				t.Errorf("%+v", j)
+			}
+		}},
+		{name: "max_span on classify", yaml: "max_span: 3\n", wantErr: "max_span/span_threshold apply"},
+		{name: "negative max_span", yaml: "task: extract\nmax_span: -2\n", wantErr: "max_span -2"},
+		{name: "nan threshold", yaml: "task: extract\nspan_threshold: .nan\n", wantErr: "span_threshold"},
 		{name: "bad truncate", yaml: "truncate: middle\n", wantErr: "truncate"},
 		{name: "tiny max tokens", yaml: "max_tokens: 1\n", wantErr: "max_tokens 1"},
 		{name: "template on embed", yaml: "task: embed\ntemplate: x\n", wantErr: "template applies"},

@@ -25,7 +25,9 @@ const (
 	ColBitsPerByte  = "bits_per_byte"  // score: −Σ log2 p(token) / UTF-8 bytes of the text the scored tokens cover
 	ColAnswer       = "answer"         // extract: the decoded answer text
 	ColAnswerLogp   = "answer_logprob" // extract: summed log-prob of the answer tokens
-	ColAbstained    = "abstained"      // extract: no answer (empty, or an abstain string)
+	ColAbstained    = "abstained"      // extract: no answer (empty, or an abstain string; span head: "not present" won)
+	ColAnswerStart  = "answer_start"   // extract: character offset of the answer in the document (null: abstained or generated)
+	ColAnswerEnd    = "answer_end"     // extract: character offset just past the answer (answer = text[start:end])
 	ColEmbedding    = "embedding"      // embed: mean-pooled final hidden state
 	MetaLabels      = "onecore.labels"
 	MetaTask        = "onecore.task"
@@ -61,6 +63,8 @@ func OutputSchema(task Task, keep []string) *arrow.Schema {
 			arrow.Field{Name: ColAnswer, Type: arrow.BinaryTypes.String},
 			arrow.Field{Name: ColAnswerLogp, Type: arrow.PrimitiveTypes.Float32},
 			arrow.Field{Name: ColAbstained, Type: arrow.FixedWidthTypes.Boolean},
+			arrow.Field{Name: ColAnswerStart, Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+			arrow.Field{Name: ColAnswerEnd, Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 		)
 	case TaskEmbed:
 		fields = append(fields,

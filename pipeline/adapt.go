@@ -168,6 +168,9 @@ func (e *EngineModel) Labels() []string {
 // Template implements Model.
 func (e *EngineModel) Template(task string) string { return e.Gen.Templates[task] }
 
+// HasSpanHead implements Model.
+func (e *EngineModel) HasSpanHead() bool { return e.M.HasSpanHead() }
+
 // StopIDs implements Model.
 func (e *EngineModel) StopIDs() []int32 {
 	if len(e.Gen.StopIDs) > 0 {
@@ -182,13 +185,13 @@ type engineWorker struct {
 }
 
 func (w *engineWorker) Forward(docs [][]int32, want Want) ([]Output, error) {
-	res, err := w.in.Prefill(docs, engine.Want{LogProbs: want.LogProbs, Mean: want.Mean, Classify: want.ClassLogits})
+	res, err := w.in.Prefill(docs, engine.Want{LogProbs: want.LogProbs, Mean: want.Mean, Classify: want.ClassLogits, Span: want.Span})
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Output, len(res))
 	for i, r := range res {
-		out[i] = Output{LogProbs: r.LogProbs, Mean: r.Mean, ClassLogits: r.Class}
+		out[i] = Output{LogProbs: r.LogProbs, Mean: r.Mean, ClassLogits: r.Class, Span: r.Span}
 	}
 	return out, nil
 }

@@ -322,6 +322,16 @@ func (r *runner) appendRow(b *array.RecordBuilder, it *item) {
 			fb.(*array.Float32Builder).Append(it.res.answerLogp)
 		case jobs.ColAbstained:
 			fb.(*array.BooleanBuilder).Append(it.res.abstained)
+		case jobs.ColAnswerStart, jobs.ColAnswerEnd:
+			ib := fb.(*array.Int64Builder)
+			switch {
+			case !it.res.spanOK:
+				ib.AppendNull()
+			case f.Name == jobs.ColAnswerStart:
+				ib.Append(it.res.answerStart)
+			default:
+				ib.Append(it.res.answerEnd)
+			}
 		case jobs.ColEmbedding:
 			appendList(fb.(*array.ListBuilder), it.res.embedding)
 		default:

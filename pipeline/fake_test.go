@@ -122,9 +122,19 @@ func (m *fakeModel) NewWorker() (Worker, error) {
 	m.workers.Add(1)
 	return &fakeWorker{m: m}, nil
 }
-func (m *fakeModel) Labels() []string       { return m.labels }
-func (m *fakeModel) Template(string) string { return "" }
-func (m *fakeModel) StopIDs() []int32       { return []int32{EOS} }
+func (m *fakeModel) Labels() []string  { return m.labels }
+func (m *fakeModel) HasSpanHead() bool { return false }
+
+// Template gives task extract the default template, as a generation-tuned
+// checkpoint records its prompt (an extract task refuses a classifier
+// without one).
+func (m *fakeModel) Template(task string) string {
+	if task == "extract" {
+		return defaultExtractTemplate
+	}
+	return ""
+}
+func (m *fakeModel) StopIDs() []int32 { return []int32{EOS} }
 
 type fakeWorker struct{ m *fakeModel }
 

@@ -107,6 +107,7 @@ type Want struct {
 	LogProbs    bool // next-token log-probs: LogProbs[t] = log p(doc[t+1] | doc[≤t])
 	Mean        bool // mean over positions of the final-norm hidden state
 	ClassLogits bool // classifier head logits (head.cls over the mean)
+	Span        bool // span head [start, end] logits at every position (head.span)
 }
 
 // Output is one document's forward results.
@@ -114,6 +115,7 @@ type Output struct {
 	LogProbs    []float32
 	Mean        []float32
 	ClassLogits []float32
+	Span        []float32 // [n × 2]: start, end logits per position
 }
 
 // GenOptions control batched greedy decoding.
@@ -149,6 +151,9 @@ type Model interface {
 	Template(task string) string
 	// StopIDs end a generated answer.
 	StopIDs() []int32
+	// HasSpanHead reports a span-extraction head (head.span): task
+	// extract then answers with spans of the document.
+	HasSpanHead() bool
 }
 
 // PartWriter writes one output file atomically: nothing is visible at its

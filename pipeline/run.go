@@ -73,7 +73,11 @@ type item struct {
 	// scoredBytes are the bytes of text the kept tokens cover (score: the
 	// denominator of bits_per_byte): textLen, or less when truncated.
 	scoredBytes int
-	res         result
+	// spanText and spanOffs are the kept part of the text and its tokens'
+	// byte offsets (extract with a span head), until the answer is cut.
+	spanText string
+	spanOffs [][2]int
+	res      result
 }
 
 func (it *item) cost() int {
@@ -115,6 +119,11 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	tk, labels, err := newTask(cfg.Job, cfg.Model, cfg.Tokenizer)
 	if err != nil {
 		return nil, err
+	}
+	if w, ok := tk.(warner); ok {
+		for _, msg := range w.warnings() {
+			cfg.Log.Warn(msg)
+		}
 	}
 	schema := jobs.SchemaFor(cfg.Job, labels)
 	manifest := jobs.Manifest{Job: cfg.Job, ModelPath: cfg.ModelPath, ModelID: cfg.ModelID}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/onecore-dev/onecore/engine"
 	"github.com/onecore-dev/onecore/jobs"
 )
 
@@ -21,7 +22,11 @@ type result struct {
 	answer     string
 	answerLogp float32
 	abstained  bool
-	embedding  []float32
+	// answerStart, answerEnd are the answer's character offsets in the
+	// document when spanOK (span head answers only).
+	answerStart, answerEnd int64
+	spanOK                 bool
+	embedding              []float32
 }
 
 // task turns prepared documents into results on an engine worker.
@@ -33,6 +38,11 @@ type task interface {
 	run(w Worker, tok Tokenizer, pack []*item) error
 }
 
+// warner is a task with warnings about the job and model, logged once
+// when the run starts (newTask itself does not log: --dry-run calls it to
+// check for refusals).
+type warner interface{ warnings() []string }
+
 // newTask builds the task a job names, checking it against the model.
 func newTask(j *jobs.Job, m Model, tok Tokenizer) (task, []string, error) {
 	switch j.Task {
@@ -43,6 +53,9 @@ func newTask(j *jobs.Job, m Model, tok Tokenizer) (task, []string, error) {
 	case jobs.TaskClassify:
 		return newClassify(j, m, tok)
 	case jobs.TaskExtract:
+		if m.HasSpanHead() {
+			return newSpanExtract(j)
+		}
 		return newExtract(j, m, tok)
 	}
 	return nil, nil, fmt.Errorf("unknown task %q", j.Task)
@@ -257,12 +270,30 @@ type extractTask struct {
 	qIndex     int // index of the question field in Doc.Keep, or -1
 	question   string
 	fixed      [2][]int32 // before/after tokens when the question is fixed
+	warn       []string
 }
+
+func (t *extractTask) warnings() []string { return t.warn }
 
 const defaultExtractTemplate = "{text}\nQuestion: {question}\nAnswer:"
 
 func newExtract(j *jobs.Job, m Model, tok Tokenizer) (task, []string, error) {
+	// A checkpoint with neither a span head nor an extract template in its
+	// generation.json was not trained to extract. A classifier is refused:
+	// its body (and certainly its intent) is a classification model, and
+	// decoding from it would write a column of confident nonsense with exit
+	// status 0. A plain language model is only warned about: decoding from
+	// it is what extract has always done (and what the bundled base gives
+	// with a good --template), so refusing would break working jobs.
+	var warn []string
+	if j.Template == "" && m.Template(string(jobs.TaskExtract)) == "" {
+		if len(m.Labels()) > 0 {
+			return nil, nil, errors.New("extract: the model is a classifier (head.cls) with neither a span head (head.span) nor an extract template in generation.json; train a span head with 'onecore train extract', or extract with a language model (--model base)")
+		}
+		warn = append(warn, "extract: the model has no span head (head.span) and no extract template in generation.json: decoding the answer generatively from a model not trained to extract (train a span head with 'onecore train extract' for answers that are spans of the document)")
+	}
 	t := &extractTask{
+		warn:       warn,
 		template:   template(j, m, defaultExtractTemplate),
 		maxNew:     j.MaxNewTokens,
 		extractive: j.Extractive,
@@ -353,6 +384,109 @@ func spanContinuations(doc, gen, stop []int32) []int32 {
 		add(s)
 	}
 	return out
+}
+
+// --- extract with a span head ---
+
+// spanTask answers with the checkpoint's span head (engine/span.go): the
+// model reads <bos> + engine.SpanPrompt(question) + the document's tokens,
+// the head scores a start and an end per document token and "not present"
+// at the prompt's last token, and engine.SpanDecode picks the answer. The
+// answer is cut from the document text at its tokens' byte offsets
+// (widened to whole characters), so it is always text[answer_start:
+// answer_end] in characters, within the kept (possibly truncated) tokens.
+type spanTask struct {
+	maxSpan   int
+	threshold float64
+	qIndex    int // index of the question field in Doc.Keep, or -1
+	question  string
+	warn      []string
+}
+
+func (t *spanTask) warnings() []string { return t.warn }
+
+func newSpanExtract(j *jobs.Job) (task, []string, error) {
+	// The head was trained on one fixed prompt; the generative settings
+	// have nothing to act on.
+	var ignored []string
+	if j.Template != "" {
+		ignored = append(ignored, "template")
+	}
+	if j.Extractive {
+		ignored = append(ignored, "extractive")
+	}
+	if len(j.Abstain) > 0 {
+		ignored = append(ignored, "abstain")
+	}
+	t := &spanTask{maxSpan: j.MaxSpan, threshold: j.SpanThreshold, qIndex: -1, question: j.Question}
+	if len(ignored) > 0 {
+		t.warn = append(t.warn, "extract: the model has a span head, which reads its own fixed prompt and answers with spans: ignoring "+strings.Join(ignored, ", "))
+	}
+	if t.maxSpan < 1 {
+		t.maxSpan = jobs.DefaultMaxSpan
+	}
+	if j.QuestionField != "" {
+		t.qIndex = len(j.Keep) // the pipeline reads it after the keep fields
+	}
+	return t, nil, nil
+}
+
+func (t *spanTask) prepare(it *item, tok Tokenizer) error {
+	q := t.question
+	if t.qIndex >= 0 && t.qIndex < len(it.doc.Keep) && it.doc.Keep[t.qIndex].Valid {
+		q = it.doc.Keep[t.qIndex].S
+	}
+	prompt := tok.Encode(engine.SpanPrompt(q))
+	doc := it.tokens[1:]
+	it.seqs = [][]int32{concat([]int32{BOS}, prompt, doc)}
+	it.promptLen = 1 + len(prompt)
+	// byte offsets of the document's tokens: each decodes to its own bytes
+	// with a byte-level tokenizer; check it rather than report offsets
+	// that are not the answer's
+	text := it.doc.Text
+	lens := make([]int, len(doc))
+	p := 0
+	for i, id := range doc {
+		s := tok.Decode([]int32{id})
+		if !strings.HasPrefix(text[p:], s) {
+			return fmt.Errorf("span head: token %d decodes to %q, not the document's bytes at offset %d (the span head needs a tokenizer that reproduces the text byte for byte)", i, s, p)
+		}
+		lens[i] = len(s)
+		p += len(s)
+	}
+	it.spanText = text[:p]
+	it.spanOffs = engine.TokenByteOffsets(lens)
+	return nil
+}
+
+func (t *spanTask) run(w Worker, _ Tokenizer, pack []*item) error {
+	outs, err := w.Forward(flatten(pack), Want{Span: true})
+	if err != nil {
+		return err
+	}
+	for i, it := range pack {
+		sp := outs[i].Span
+		n := len(it.seqs[0])
+		if len(sp) != 2*n {
+			return fmt.Errorf("engine returned %d span logits for %d tokens", len(sp), n)
+		}
+		// [null, doc tokens...]: the null at the prompt's last token
+		k := n - it.promptLen + 1
+		start, end := make([]float64, k), make([]float64, k)
+		for j := 0; j < k; j++ {
+			r := it.promptLen - 1 + j
+			start[j], end[j] = float64(sp[2*r]), float64(sp[2*r+1])
+		}
+		r := engine.SpanDecode(start, end, t.maxSpan, t.threshold)
+		it.res.answerLogp = float32(r.LogProb)
+		it.res.abstained = r.Abstain
+		if !r.Abstain {
+			a, cs, ce := engine.SpanText(it.spanText, it.spanOffs, r.S, r.E)
+			it.res.answer, it.res.answerStart, it.res.answerEnd, it.res.spanOK = a, int64(cs), int64(ce), true
+		}
+		it.spanText, it.spanOffs = "", nil
+	}
+	return nil
 }
 
 // --- helpers ---

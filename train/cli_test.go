@@ -233,6 +233,7 @@ func TestCLIPosttrainInterruptResume(t *testing.T) {
 			"prompt": fmt.Sprintf("say %c (%d):", 'a'+i%5, i), "answer": strings.Repeat(string(rune('a'+i%5)), 3)})
 	}
 	data := writeJSONL(t, recs)
+	spans := writeRecords(t, codeRecords(120, 3))
 	work := t.TempDir()
 	for _, tc := range []struct {
 		name string
@@ -243,6 +244,8 @@ func TestCLIPosttrainInterruptResume(t *testing.T) {
 			"--finetune", "--epochs", "8", "--batch-tokens", "256", "--max-tokens", "64", "--ckpt-every", "3", "--workers", "2"}},
 		{"sft", os.Interrupt, []string{"train", "sft", "--from", from, "--data", data, "--epochs", "5", "--batch", "3", "--seq-len", "64",
 			"--samples", "1", "--ckpt-every", "3", "--workers", "2"}},
+		{"extract", os.Interrupt, []string{"train", "extract", "--from", from, "--data", spans, "--question", "code?", "--epochs", "3",
+			"--batch-tokens", "512", "--max-tokens", "128", "--eval-every", "5", "--samples", "1", "--ckpt-every", "3", "--workers", "2"}},
 	} {
 		cmd := func(out string, extra ...string) *exec.Cmd {
 			return exec.Command(testenv.Binary(t), append(append(tc.args, "--out", out), extra...)...)

@@ -25,6 +25,9 @@
 // states have seen it — with "not present" as a null span at the last
 // prompt token; loss is cross-entropy over {null} ∪ document positions for
 // start and end, and decoding picks the best s ≤ e within a max span
-// against null + threshold, so answers are substrings by construction
-// (span.go: SpanLoss, SpanTargets, SpanDecode; docs/design.md §7).
+// against null + threshold, so answers are substrings by construction.
+// Extract (extract.go, `onecore train extract`) trains it on {text,
+// question?, answer} records, the body too unless frozen; the loss and
+// targets are in span.go, the decoder is engine.SpanDecode, shared with
+// `onecore extract --task extract` (docs/design.md §7).
 package train

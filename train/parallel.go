@@ -77,6 +77,11 @@ type dataParallel struct {
 type adamChunk struct {
 	a, b  int
 	decay bool
+	// With scaled set, lrScale multiplies the learning rate of this chunk:
+	// the span trainer gives its fresh head a larger rate than the body,
+	// and a frozen body a rate of exactly zero (weight decay included).
+	scaled  bool
+	lrScale float64
 }
 
 // newDataParallel starts workers threads, worker i pinned to the i-th CPU
@@ -89,7 +94,7 @@ func newDataParallel(c *Config, p *Params[float32], workers int, auxCoef float64
 	for _, s := range p.Specs {
 		off := p.Off[s.Name]
 		for a := 0; a < s.Size(); a += dpSpan {
-			dp.chunks = append(dp.chunks, adamChunk{off + a, off + min(a+dpSpan, s.Size()), Decayed(s)})
+			dp.chunks = append(dp.chunks, adamChunk{a: off + a, b: off + min(a+dpSpan, s.Size()), decay: Decayed(s)})
 		}
 	}
 	cpus := engine.AllowedCPUs()
@@ -260,9 +265,28 @@ func (dp *dataParallel) update(opt *AdamW, lr, gradScale float64) {
 			if c.decay {
 				kc.Decay = wd
 			}
+			if c.scaled {
+				kc.StepSize = k.StepSize * float32(c.lrScale)
+				if c.decay {
+					kc.Decay = float32(1 - lr*c.lrScale*opt.WeightDecay)
+				}
+			}
 			amx.AdamWStep(p.Data[c.a:c.b], p.Grad[c.a:c.b], opt.M[c.a:c.b], opt.V[c.a:c.b], &kc)
 		}
 	})
+}
+
+// setLRScale multiplies the learning rate of parameter elements from
+// offset from onwards (the heads, last in the specs) by head, and of
+// those before it (the body) by body; a scale of 0 freezes.
+func (dp *dataParallel) setLRScale(from int, body, head float64) {
+	for i := range dp.chunks {
+		c := &dp.chunks[i]
+		c.scaled, c.lrScale = true, body
+		if c.a >= from {
+			c.lrScale = head
+		}
+	}
 }
 
 // maxMicroBatches is the number of micro-batches per step by default: the

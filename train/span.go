@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strings"
+
+	"github.com/onecore-dev/onecore/engine"
 )
 
 // Span-extraction head, core arithmetic (issue 14 item 1). The head reads
@@ -18,12 +19,13 @@ import (
 // {null} ∪ document positions, once for the start and once for the end.
 // This file holds the parts that do not depend on the network: the loss
 // and its gradient with respect to the logits, the target mapping from
-// character offsets to tokens, and the decoder; the training loop and the
-// engine path are still to be wired (docs/notes/issue-14.md).
+// character offsets to tokens and the answer parser; the decoder
+// (engine.SpanDecode) is shared with inference, and the training loop is
+// extract.go.
 
-// SpanNull is the index that SpanTargets and SpanDecode use for the null
-// ("not present") span.
-const SpanNull = -1
+// SpanNull is the index that SpanTargets and engine.SpanDecode use for
+// the null ("not present") span.
+const SpanNull = engine.SpanNull
 
 // SpanLoss returns the cross-entropy of the start target ts and end target
 // te (SpanNull or a document position) over the logits [null, doc...]: the
@@ -67,66 +69,9 @@ func SpanTargets(offs [][2]int, as, ae int) (ts, te int, ok bool) {
 	return ts, te, true
 }
 
-// SpanResult is one decoded span: token positions S..E inclusive (SpanNull
-// when abstaining) and the span's log-probability, log softmax over start
-// positions plus log softmax over end positions.
-type SpanResult struct {
-	S, E     int
-	LogProb  float64
-	Abstain  bool
-	BestSpan float64 // start+end score of the best non-null span, kept for threshold tuning
-}
-
-// SpanDecode picks the best span s ≤ e < s+maxSpan by start[s]+end[e]
-// over logits laid out as in SpanLoss (index 0 is null), and abstains when
-// the null score start[null]+end[null] plus threshold is at least as
-// high, or when the document has no tokens. Ties go to the earliest span
-// so the result does not depend on anything but the logits.
-func SpanDecode(start, end []float64, maxSpan int, threshold float64) SpanResult {
-	n := len(start) - 1
-	null := start[0] + end[0]
-	bs, be, best := SpanNull, SpanNull, math.Inf(-1)
-	for s := 0; s < n; s++ {
-		for e := s; e < n && e-s < maxSpan; e++ {
-			if v := start[s+1] + end[e+1]; v > best {
-				bs, be, best = s, e, v
-			}
-		}
-	}
-	r := SpanResult{S: bs, E: be, BestSpan: best}
-	if bs == SpanNull || null+threshold >= best {
-		r.S, r.E, r.Abstain = SpanNull, SpanNull, true
-	}
-	r.LogProb = logSoftmaxAt(start, r.S+1) + logSoftmaxAt(end, r.E+1)
-	return r
-}
-
-// logSoftmaxAt is log softmax(z)[i], stable for large logits.
-func logSoftmaxAt(z []float64, i int) float64 {
-	m := math.Inf(-1)
-	for _, v := range z {
-		m = math.Max(m, v)
-	}
-	var s float64
-	for _, v := range z {
-		s += math.Exp(v - m)
-	}
-	return z[i] - m - math.Log(s)
-}
-
-// TokenByteOffsets returns [first byte, end byte) of each token in a
-// document whose tokens decode to the given byte lengths, in order: with
-// the bundled byte-level BPE (no normalizer) the concatenated token bytes
-// are exactly the document's bytes, so offsets are running sums.
-func TokenByteOffsets(lens []int) [][2]int {
-	offs := make([][2]int, len(lens))
-	p := 0
-	for i, l := range lens {
-		offs[i] = [2]int{p, p + l}
-		p += l
-	}
-	return offs
-}
+// TokenByteOffsets is engine.TokenByteOffsets: [first byte, end byte) of
+// each token from the byte lengths its tokens decode to.
+func TokenByteOffsets(lens []int) [][2]int { return engine.TokenByteOffsets(lens) }
 
 // ParseSpanAnswer turns a training record's answer into byte offsets
 // [as, ae) in text. The answer may be a string (its first occurrence in

@@ -61,39 +61,6 @@ func TestSpanTargets(t *testing.T) {
 	}
 }
 
-// TestSpanDecode checks the decoder on hand-made logits: best span with
-// s ≤ e, the max-span limit, abstention against the null score plus
-// threshold, and the span log-probability.
-func TestSpanDecode(t *testing.T) {
-	start := []float64{0, 1, 5, 0, 0}
-	end := []float64{0, 0, 4, 0, 6} // e=0 would pair best with s=1 but s≤e forbids it
-	r := SpanDecode(start, end, 64, 0)
-	if r.Abstain || r.S != 1 || r.E != 3 {
-		t.Fatalf("got %+v, want span 1..3", r)
-	}
-	want := logSoftmaxAt(start, 2) + logSoftmaxAt(end, 4)
-	if math.Abs(r.LogProb-want) > 1e-12 || r.LogProb >= 0 {
-		t.Errorf("logprob %g, want %g", r.LogProb, want)
-	}
-	if r := SpanDecode(start, end, 2, 0); r.S != 1 || r.E != 1 {
-		t.Errorf("maxSpan 2: got %+v, want 1..1", r)
-	}
-	// the end logit before the start is never used
-	if r := SpanDecode([]float64{0, 0, 5}, []float64{0, 9, 0}, 64, 0); r.S != 0 || r.E != 0 {
-		t.Errorf("got %+v, want 0..0", r)
-	}
-	if r := SpanDecode(start, end, 64, 20); !r.Abstain || r.S != SpanNull {
-		t.Errorf("threshold 20: got %+v, want abstain", r)
-	}
-	nullWins := []float64{12, 1, 5, 0, 0}
-	if r := SpanDecode(nullWins, end, 64, 0); !r.Abstain || math.Abs(r.LogProb-(logSoftmaxAt(nullWins, 0)+logSoftmaxAt(end, 0))) > 1e-12 {
-		t.Errorf("null wins: got %+v", r)
-	}
-	if r := SpanDecode([]float64{0}, []float64{0}, 64, 0); !r.Abstain {
-		t.Errorf("empty document: got %+v, want abstain", r)
-	}
-}
-
 // TestSpanOffsetsBundledTokenizer checks the offset mapping's premise on
 // the bundled byte-level tokenizer: each token decodes to exactly its own
 // bytes, so running lengths give byte offsets, and an answer's targets

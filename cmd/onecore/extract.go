@@ -45,6 +45,8 @@ type extractFlags struct {
 	maxNew      int
 	extractive  bool
 	abstain     []string
+	maxSpan     int
+	spanThresh  float64
 	maxDocBytes int64
 
 	workers, tokWorkers, packTokens int
@@ -69,9 +71,16 @@ Tasks (--task, or task: in a --job YAML file; flags override the file):
             head and no --labels, the task is score)
   score     mean_logprob, perplexity (a perplexity filter, as CCNet does),
             bits_per_byte (tokenizer-independent: see 'onecore score --help')
-  extract   answer, answer_logprob, abstained: the --template prompt with the
-            document (and --question / --question-field) decoded greedily;
-            --extractive keeps the answer a span of the document
+  extract   answer, answer_logprob, abstained, answer_start, answer_end: with a
+            checkpoint that has a span head ('onecore train extract'), the
+            best span of the document for --question / --question-field (at
+            most --max-span tokens; abstains when "not present" scores higher,
+            shifted by --span-threshold), its character offsets in the
+            document (answer = text[answer_start:answer_end], null when
+            abstained); otherwise the --template prompt with the document
+            decoded greedily (--extractive keeps the answer a span of the
+            document; offsets null). A classifier checkpoint without a span
+            head or extract template is refused.
   embed     embedding: the mean-pooled final hidden state (list<float32>)
 Every row also has id, file, row, tokens, truncated and the --keep columns.
 
@@ -128,9 +137,9 @@ columns.
 // not apply to it: hidden from its help (still accepted, as a job file may
 // set the same fields for another task).
 var taskFlags = map[jobs.Task][]string{
-	jobs.TaskClassify: {"question", "question-field", "max-new-tokens", "extractive", "abstain"},
-	jobs.TaskScore:    {"template", "question", "question-field", "labels", "classify-by", "max-new-tokens", "extractive", "abstain"},
-	jobs.TaskEmbed:    {"template", "question", "question-field", "labels", "classify-by", "max-new-tokens", "extractive", "abstain"},
+	jobs.TaskClassify: {"question", "question-field", "max-new-tokens", "extractive", "abstain", "max-span", "span-threshold"},
+	jobs.TaskScore:    {"template", "question", "question-field", "labels", "classify-by", "max-new-tokens", "extractive", "abstain", "max-span", "span-threshold"},
+	jobs.TaskEmbed:    {"template", "question", "question-field", "labels", "classify-by", "max-new-tokens", "extractive", "abstain", "max-span", "span-threshold"},
 }
 
 // extractTail is the part of the help every job command shares: output,
@@ -179,7 +188,8 @@ const extractExample = `  onecore extract --in testdata/sample --out results.par
   onecore extract --task score --in 'corpus/*.jsonl.zst' --out scores/ --keep url
   onecore extract --job spam.yaml --in shards/ --out spam/ --workers 8
   onecore classify --labels positive,negative --in reviews.parquet --out labels.parquet
-  onecore extract --task extract --question 'Who is the author?' --extractive --in docs/ --out authors.jsonl`
+  onecore extract --task extract --question 'Who is the author?' --extractive --in docs/ --out authors.jsonl
+  onecore extract --task extract --model runs/qa --question 'What is the invoice number?' --in docs/ --out numbers.parquet`
 
 func init() {
 	rootCmd.AddCommand(newExtractCmd("extract", "", "Run a job (classify, score, extract, embed) over corpus shards on every core"))
@@ -233,6 +243,8 @@ func newExtractCmd(use string, task jobs.Task, short string) *cobra.Command {
 	f.IntVar(&fl.maxNew, "max-new-tokens", 0, fmt.Sprintf("extract: answer length bound (default %d)", jobs.DefaultMaxNewTokens))
 	f.BoolVar(&fl.extractive, "extractive", false, "extract: the answer must be a span of the document (or abstain)")
 	f.StringSliceVar(&fl.abstain, "abstain", nil, "extract: answers that mean no answer (an empty answer always does)")
+	f.IntVar(&fl.maxSpan, "max-span", 0, fmt.Sprintf("extract with a span head: longest answer in tokens (default %d)", jobs.DefaultMaxSpan))
+	f.Float64Var(&fl.spanThresh, "span-threshold", 0, "extract with a span head: added to the \"not present\" score (> 0 abstains more, < 0 less)")
 	f.IntVar(&fl.workers, "workers", 0, "engine workers, one per core (default: usable cores)")
 	f.IntVar(&fl.tokWorkers, "tokenizer-workers", 0, "tokenizer goroutines (default max(2, workers/2))")
 	f.IntVar(&fl.packTokens, "pack-tokens", 0, "tokens per engine pack (default 1024)")
@@ -296,6 +308,12 @@ func buildJob(cmd *cobra.Command, fl *extractFlags) (*jobs.Job, error) {
 	}
 	if set("max-new-tokens") {
 		j.MaxNewTokens = fl.maxNew
+	}
+	if set("max-span") {
+		j.MaxSpan = fl.maxSpan
+	}
+	if set("span-threshold") {
+		j.SpanThreshold = fl.spanThresh
 	}
 	if set("max-doc-bytes") {
 		j.MaxDocBytes = fl.maxDocBytes

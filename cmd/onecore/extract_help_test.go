@@ -26,10 +26,10 @@ func TestTaskCommandHelp(t *testing.T) {
 	// flag: the flag's line in the help's flag list
 	flag := func(name string) *regexp.Regexp { return regexp.MustCompile(`(?m)^\s+--` + name + `\b`) }
 	cases := map[string]struct{ want, flags, notFlags []string }{
-		"classify": {[]string{"onecore classify --in", "probs"}, []string{"labels", "template", "keep"}, []string{"question", "question-field", "extractive", "max-new-tokens", "abstain", "task"}},
+		"classify": {[]string{"onecore classify --in", "probs"}, []string{"labels", "template", "keep"}, []string{"question", "question-field", "extractive", "max-new-tokens", "abstain", "max-span", "span-threshold", "task"}},
 		"score":    {[]string{"onecore score --in", "mean_logprob", "perplexity", "bits_per_byte"}, []string{"keep", "max-tokens"}, []string{"question", "labels", "template", "classify-by", "extractive", "task"}},
 		"embed":    {[]string{"onecore embed --in", "embedding"}, []string{"keep"}, []string{"question", "labels", "template", "extractive", "task"}},
-		"extract":  {[]string{"onecore extract --"}, []string{"question", "labels", "task", "extractive", "template"}, nil},
+		"extract":  {[]string{"onecore extract --", "answer_start", "answer_end"}, []string{"question", "labels", "task", "extractive", "template", "max-span", "span-threshold"}, nil},
 	}
 	for name, c := range cases {
 		h := help(name)

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/onecore-dev/onecore/train"
+)
+
+func newTrainExtractCmd() *cobra.Command {
+	var (
+		from, out string
+		data      []string
+		o         train.ExtractOptions
+	)
+	cmd := &cobra.Command{
+		Use:   "extract",
+		Short: "Train a span-extraction head (and the body) on question/answer records",
+		Long: `Extract trains head.span on JSON Lines records {text, question?, answer} and
+writes a checkpoint with which ` + "`onecore extract --task extract`" + ` answers with
+spans of the document: every answer is a substring of the document by
+construction, with its character offsets.
+
+The model reads <bos> "Question: {question}\n" followed by the document's
+first --max-tokens − 1 tokens: the question comes first so that, in a causal
+model, every document token has seen it. From each document token's final
+RMSNorm output the head scores a start and an end (head.span.w [d_model, 2]);
+"not present" is scored by the same head at the prompt's last token. The loss
+is cross-entropy over {not present} ∪ document tokens, for the start and for
+the end; decoding takes the best start ≤ end within --max-span tokens, or
+abstains when "not present" scores at least as high.
+
+Records: text (a string); question (a string; null or absent: --question);
+answer: a string (its first occurrence in text; it must occur), character
+offsets {"start":s,"end":e} or [s,e] (Unicode code points, end exclusive), or
+null/absent when the document does not contain it. A malformed record stops
+the run naming its file and line. Answers beyond --max-tokens train as "not
+present" and are counted in the log.
+
+The body is fine-tuned with the head (learning rate --lr, the fresh head
+--head-lr) unless --freeze. A held-out split (--val-permille, by a hash of
+question and text) reports exact match, token F1 and abstention
+precision/recall at the start, every --eval-every steps and at the end, with
+--samples decoded examples (question, gold, predicted).
+
+The output directory gets a checkpoint plus train_state/ (master weights,
+optimizer moments, record order) at the start, every --ckpt-every steps, at
+the end and on SIGINT/SIGTERM; after any stop, even SIGKILL, the same command
+with --resume continues bit for bit.
+` + workersHelp,
+		Example: `  onecore train extract --from base --data qa.jsonl --out runs/qa
+  onecore train extract --from base --data invoices.jsonl.zst --question 'What is the invoice number?' --out runs/inv --epochs 3`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if from == "" || len(data) == 0 || out == "" {
+				return usageError{errors.New("--from, --data and --out are required")}
+			}
+			if o.LR <= 0 || o.HeadLR <= 0 || o.Epochs <= 0 || o.BatchTokens < 1 {
+				return usageError{errors.New("--lr, --head-lr, --epochs and --batch-tokens must be positive")}
+			}
+			from, err := resolveFrom(from)
+			if err != nil {
+				return err
+			}
+			cfg, err := train.LoadConfig(filepath.Join(from, "config.json"))
+			if err != nil {
+				return err
+			}
+			tokPath := filepath.Join(from, "tokenizer.json")
+			tok, err := loadTokenizer(tokPath, cfg.VocabSize)
+			if err != nil {
+				return err
+			}
+			o.From, o.Out, o.Data = from, out, data
+			o.Tokenizer, o.TokenizerPath = tok, tokPath
+			o.Log = trainLogger()
+			o.Progress = progressFunc()
+			ctx, stop := signalContext()
+			defer stop()
+			rep, err := train.Extract(ctx, o)
+			if errors.Is(err, train.ErrInterrupted) || errors.Is(err, train.ErrInterruptedEarly) {
+				return withExitCode(exitInterrupted, err)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "held-out: exact match %.4f  F1 %.4f  abstention precision %.4f recall %.4f  (%d records)\n",
+				rep.ExactMatch, rep.F1, rep.AbstainPrecision, rep.AbstainRecall, rep.N)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&from, "from", "", "source checkpoint directory (with tokenizer.json), or a bundled model: base")
+	f.StringArrayVar(&data, "data", nil, "JSON Lines file(s) of {text, question?, answer} records (.gz/.zst allowed; repeatable)")
+	f.StringVar(&out, "out", "", "output checkpoint directory")
+	f.StringVar(&o.TextField, "text-field", "text", "record field holding the document text")
+	f.StringVar(&o.QuestionField, "question-field", "question", "record field holding the question")
+	f.StringVar(&o.AnswerField, "answer-field", "answer", "record field holding the answer")
+	f.StringVar(&o.Question, "question", "", "question of records without one")
+	f.IntVar(&o.MaxTokens, "max-tokens", 512, "document tokens, <bos> included (longer documents are truncated; the question is extra)")
+	f.IntVar(&o.ValPermille, "val-permille", 100, "held-out records per thousand")
+	f.Float64Var(&o.Epochs, "epochs", 3, "training epochs")
+	f.Float64Var(&o.LR, "lr", 3e-4, "peak learning rate of the body (warmup, then cosine to a tenth)")
+	f.Float64Var(&o.HeadLR, "head-lr", 3e-3, "peak learning rate of the span head")
+	f.BoolVar(&o.Freeze, "freeze", false, "train the head only; the body's weights stay as they are")
+	f.IntVar(&o.BatchTokens, "batch-tokens", 2048, "tokens per step")
+	f.Float64Var(&o.WeightDecay, "weight-decay", 0.0, "AdamW weight decay")
+	f.IntVar(&o.MaxSpan, "max-span", 64, "longest answer, in tokens, when decoding held-out records")
+	f.Int64Var(&o.EvalEvery, "eval-every", 100, "evaluate on the held-out split every N steps (0: at the start and the end only)")
+	f.IntVar(&o.Samples, "samples", 5, "held-out examples printed at each evaluation")
+	f.Uint64Var(&o.Seed, "seed", 1, "random seed")
+	f.Int64Var(&o.CkptEvery, "ckpt-every", 200, "checkpoint every N steps (0: only at the end and on SIGINT/SIGTERM)")
+	f.BoolVar(&o.Resume, "resume", false, "continue the run in --out from its last checkpoint")
+	addWorkersFlag(cmd, &o.Workers)
+	return cmd
+}
+
+func init() { trainCmd.AddCommand(newTrainExtractCmd()) }

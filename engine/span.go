@@ -1,0 +1,141 @@
+package engine
+
+import (
+	"math"
+	"strings"
+	"unicode/utf8"
+)
+
+// Span-extraction head (docs/design.md §7, issue 14). A causal model reads
+// <bos> + SpanPrompt(question) + the document's tokens, so every document
+// token's state has seen the question. Per position the head scores a
+// start and an end logit from the final-RMSNorm output:
+// [start, end] = hidden · head.span.w + head.span.b. The "not present"
+// answer is the null span, scored by the same head at the prompt's last
+// token (which has seen the question but no document token), as SQuAD 2.0
+// heads score it at [CLS]. Training: package train (Extract); decoding:
+// SpanDecode.
+const (
+	HeadSpanW = "head.span.w" // [d_model, 2]: start column, end column
+	HeadSpanB = "head.span.b" // [2]
+)
+
+// SpanPrompt is the text put between <bos> and the document for the span
+// head: the question first, so a causal model's document states see it.
+// Training and inference tokenize it on its own (not with the document),
+// so both see the same tokens.
+func SpanPrompt(question string) string { return "Question: " + question + "\n" }
+
+// HasSpanHead reports whether the model has a span-extraction head.
+func (m *Model) HasSpanHead() bool { return m.spanW != nil }
+
+// spanLogits writes [start, end] logits of rows r0..r0+n−1 of the pass
+// into dst (2 per row). Each row's sum runs over d in a fixed order in
+// float64, so the logits depend on the row's hidden state alone: batch
+// invariant whatever the packing.
+func (in *Instance) spanLogits(r0, n int, dst []float32) {
+	D := in.m.Cfg.DModel
+	w, b := in.m.spanW, in.m.spanB
+	for i := 0; i < n; i++ {
+		h := in.xf[(r0+i)*D : (r0+i+1)*D]
+		s, e := float64(b[0]), float64(b[1])
+		for d, x := range h {
+			s += float64(x) * float64(w[2*d])
+			e += float64(x) * float64(w[2*d+1])
+		}
+		dst[2*i], dst[2*i+1] = float32(s), float32(e)
+	}
+}
+
+// SpanNull is the position SpanDecode reports for the null ("not
+// present") answer.
+const SpanNull = -1
+
+// SpanResult is one decoded span: document token positions S..E inclusive
+// (SpanNull when abstaining) and its log-probability, log softmax over
+// start positions plus log softmax over end positions (of the null span
+// when abstaining).
+type SpanResult struct {
+	S, E    int
+	LogProb float64
+	Abstain bool
+	// BestSpan is the start+end score of the best non-null span (−Inf for
+	// an empty document), kept for threshold tuning.
+	BestSpan float64
+}
+
+// SpanDecode picks the best span s ≤ e < s+maxSpan by start[s]+end[e] over
+// logits laid out [null, doc token 0, doc token 1, ...], and abstains when
+// the null score start[null]+end[null] plus threshold is at least as high,
+// or when the document has no tokens. Ties go to the earliest span so the
+// result depends on nothing but the logits.
+func SpanDecode(start, end []float64, maxSpan int, threshold float64) SpanResult {
+	n := len(start) - 1
+	null := start[0] + end[0]
+	bs, be, best := SpanNull, SpanNull, math.Inf(-1)
+	for s := 0; s < n; s++ {
+		for e := s; e < n && e-s < maxSpan; e++ {
+			if v := start[s+1] + end[e+1]; v > best {
+				bs, be, best = s, e, v
+			}
+		}
+	}
+	r := SpanResult{S: bs, E: be, BestSpan: best}
+	if bs == SpanNull || null+threshold >= best {
+		r.S, r.E, r.Abstain = SpanNull, SpanNull, true
+	}
+	r.LogProb = LogSoftmaxAt(start, r.S+1) + LogSoftmaxAt(end, r.E+1)
+	return r
+}
+
+// LogSoftmaxAt is log softmax(z)[i], stable for large logits.
+func LogSoftmaxAt(z []float64, i int) float64 {
+	m := math.Inf(-1)
+	for _, v := range z {
+		m = math.Max(m, v)
+	}
+	var s float64
+	for _, v := range z {
+		s += math.Exp(v - m)
+	}
+	return z[i] - m - math.Log(s)
+}
+
+// TokenByteOffsets returns [first byte, end byte) of each token of a
+// document whose tokens decode to the given byte lengths, in order: with a
+// byte-level BPE without normalizer the concatenated token bytes are
+// exactly the document's bytes, so offsets are running sums.
+func TokenByteOffsets(lens []int) [][2]int {
+	offs := make([][2]int, len(lens))
+	p := 0
+	for i, l := range lens {
+		offs[i] = [2]int{p, p + l}
+		p += l
+	}
+	return offs
+}
+
+// SpanText returns the text of token span s..e (inclusive) of a document
+// whose tokens cover text at byte offsets offs, and its character offsets
+// [cs, ce) in text. The tokens' byte range is widened to whole characters
+// (a byte-level token may hold part of a UTF-8 character), then stripped
+// of white space at both ends: BPE tokens carry the space before a word
+// (" MF" in " MF99"), so a span of whole tokens would otherwise start with
+// it (a span of only white space is kept as it is). The answer is always
+// exactly the substring of the document at the reported offsets.
+func SpanText(text string, offs [][2]int, s, e int) (answer string, cs, ce int) {
+	a, b := offs[s][0], offs[e][1]
+	a, b = min(a, len(text)), min(b, len(text))
+	for a > 0 && !utf8.RuneStart(text[a]) {
+		a--
+	}
+	for b < len(text) && !utf8.RuneStart(text[b]) {
+		b++
+	}
+	if t := strings.TrimSpace(text[a:b]); t != "" {
+		a += strings.Index(text[a:b], t)
+		b = a + len(t)
+	}
+	cs = utf8.RuneCountInString(text[:a])
+	return text[a:b], cs, cs + utf8.RuneCountInString(text[a:b])
+}

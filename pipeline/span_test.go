@@ -1,0 +1,129 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/onecore-dev/onecore/engine"
+	"github.com/onecore-dev/onecore/jobs"
+)
+
+// writeSpanModel writes the tiny model with a random span head (and no
+// classifier head or extract template): every answer is then some span
+// or an abstention, which is all the invariance and offset checks need.
+func writeSpanModel(t testing.TB, dir string) {
+	t.Helper()
+	writeTinyModelHead(t, dir, false)
+	ck, err := engine.LoadCheckpoint(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 14))
+	w := make([]float32, 2*ck.Config.DModel)
+	for i := range w {
+		w[i] = float32(rng.NormFloat64()) * 2
+	}
+	ck.Tensors[engine.HeadSpanW] = w
+	ck.Generation.Templates = nil
+	if err := engine.SaveCheckpoint(dir, ck.Config, ck.Tensors, ck.Generation); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRealSpanExtract runs task extract with a span-head checkpoint on the
+// real stack: every answer is exactly the document's characters
+// [answer_start, answer_end) (multi-byte characters split across tokens,
+// documents truncated at max_tokens), abstentions have null offsets, and
+// rows are identical for 1 vs 2 workers, other pack sizes (a document
+// alone in its pack, or packed with others) and a shuffled resplit.
+func TestRealSpanExtract(t *testing.T) {
+	tmp := t.TempDir()
+	model := filepath.Join(tmp, "model")
+	writeSpanModel(t, model)
+	docs := genDocs(60, 4)
+	inA := filepath.Join(tmp, "a")
+	writeShards(t, inA, docs, 3)
+	shuffled := append([]genDoc(nil), docs...)
+	rand.New(rand.NewPCG(8, 9)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	inB := filepath.Join(tmp, "b")
+	writeShards(t, inB, shuffled, 4)
+	run := func(in string, workers, pack int) map[string]map[string]any {
+		out := filepath.Join(t.TempDir(), "out")
+		cfg := realConfig(t, model, in, out, jobs.TaskExtract, workers)
+		cfg.Job.MaxSpan = 8
+		cfg.PackTok = pack
+		sum, err := Run(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.RowsOut != int64(len(docs)) || sum.Rejected != 0 {
+			t.Fatalf("summary %+v", sum)
+		}
+		return byID(t, readRows(t, out))
+	}
+	ref := run(inA, 1, 1)
+	text := map[string]string{}
+	for _, d := range docs {
+		text[d.id] = d.text
+	}
+	answered, truncated := 0, 0
+	for id, r := range ref {
+		a := r["answer"].(string)
+		if r["abstained"].(bool) {
+			if a != "" || r["answer_start"] != nil || r["answer_end"] != nil {
+				t.Fatalf("%s: abstained with answer %q offsets %v %v", id, a, r["answer_start"], r["answer_end"])
+			}
+			continue
+		}
+		answered++
+		if r["truncated"].(bool) {
+			truncated++
+		}
+		s, e := int(r["answer_start"].(float64)), int(r["answer_end"].(float64))
+		rs := []rune(text[id])
+		if s < 0 || e <= s || e > len(rs) || string(rs[s:e]) != a {
+			t.Fatalf("%s: answer %q is not the text's characters [%d,%d)", id, a, s, e)
+		}
+		if lp := r["answer_logprob"].(float64); lp >= 0 {
+			t.Fatalf("%s: log-prob %v", id, lp)
+		}
+	}
+	if answered < len(docs)/2 || truncated == 0 {
+		t.Fatalf("%d of %d answered (%d truncated): the test does not exercise spans", answered, len(docs), truncated)
+	}
+	for name, got := range map[string]map[string]map[string]any{
+		"2 workers, pack 300":     run(inA, 2, 300),
+		"resplit, shuffled, 2 w.": run(inB, 2, 4096),
+	} {
+		for id, r := range ref {
+			if fmt.Sprint(r) != fmt.Sprint(got[id]) {
+				t.Fatalf("%s: document %s differs:\n%v\n%v", name, id, r, got[id])
+			}
+		}
+	}
+}
+
+// TestExtractRefusesClassifier: a classifier checkpoint with neither span
+// head nor extract template cannot run task extract.
+func TestExtractRefusesClassifier(t *testing.T) {
+	tmp := t.TempDir()
+	model := filepath.Join(tmp, "model")
+	writeTinyModel(t, model)
+	ck, err := engine.LoadCheckpoint(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck.Generation.Templates = nil
+	if err := engine.SaveCheckpoint(model, ck.Config, ck.Tensors, ck.Generation); err != nil {
+		t.Fatal(err)
+	}
+	writeShards(t, filepath.Join(tmp, "in"), genDocs(3, 1), 1)
+	cfg := realConfig(t, model, filepath.Join(tmp, "in"), filepath.Join(tmp, "out"), jobs.TaskExtract, 1)
+	if _, err := Run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "classifier") {
+		t.Fatalf("err %v, want a refusal naming the classifier", err)
+	}
+}
