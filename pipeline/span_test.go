@@ -127,3 +127,54 @@ func TestExtractRefusesClassifier(t *testing.T) {
 		t.Fatalf("err %v, want a refusal naming the classifier", err)
 	}
 }
+
+// plainLM is the fake model without an extract template; spanLM says it
+// has a span head.
+type plainLM struct{ *fakeModel }
+
+func (plainLM) Template(string) string { return "" }
+
+type spanLM struct{ *fakeModel }
+
+func (spanLM) HasSpanHead() bool { return true }
+
+// TestExtractModelChecks: which extract a model gets, and what is warned
+// about or refused: a plain language model decodes with a warning, a
+// classifier without template is refused, a span head is used and says
+// which generative settings it ignores.
+func TestExtractModelChecks(t *testing.T) {
+	job := func(mod func(*jobs.Job)) *jobs.Job {
+		j := &jobs.Job{Task: jobs.TaskExtract, Question: "q?"}
+		if mod != nil {
+			mod(j)
+		}
+		if err := j.Normalize(); err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	warns := func(tk task) string {
+		if w, ok := tk.(warner); ok {
+			return strings.Join(w.warnings(), "\n")
+		}
+		return ""
+	}
+	tk, _, err := newTask(job(nil), plainLM{&fakeModel{}}, byteTok{})
+	if _, gen := tk.(*extractTask); err != nil || !gen || !strings.Contains(warns(tk), "no span head") {
+		t.Fatalf("plain LM: %T %v, warnings %q", tk, err, warns(tk))
+	}
+	if tk, _, err := newTask(job(nil), &fakeModel{}, byteTok{}); err != nil || warns(tk) != "" {
+		t.Fatalf("model with an extract template: %v, warnings %q", err, warns(tk))
+	}
+	if _, _, err := newTask(job(nil), plainLM{&fakeModel{labels: []string{"a", "b"}}}, byteTok{}); err == nil || !strings.Contains(err.Error(), "classifier") {
+		t.Fatalf("classifier: %v, want a refusal", err)
+	}
+	// a job template makes the classifier's decoding the user's explicit choice
+	if _, _, err := newTask(job(func(j *jobs.Job) { j.Template = "{text} Q: {question} A:" }), plainLM{&fakeModel{labels: []string{"a", "b"}}}, byteTok{}); err != nil {
+		t.Fatalf("classifier with a job template: %v", err)
+	}
+	tk, _, err = newTask(job(func(j *jobs.Job) { j.Extractive, j.Template = true, "{text}" }), spanLM{&fakeModel{labels: []string{"a", "b"}}}, byteTok{})
+	if st, ok := tk.(*spanTask); err != nil || !ok || st.maxSpan != jobs.DefaultMaxSpan || !strings.Contains(warns(tk), "ignoring template, extractive") {
+		t.Fatalf("span head: %T %v, warnings %q", tk, err, warns(tk))
+	}
+}

@@ -284,7 +284,8 @@ func newExtract(j *jobs.Job, m Model, tok Tokenizer) (task, []string, error) {
 	// decoding from it would write a column of confident nonsense with exit
 	// status 0. A plain language model is only warned about: decoding from
 	// it is what extract has always done (and what the bundled base gives
-	// with a good --template), so refusing would break working jobs.
+	// with a good --template), so refusing would break working jobs. A job
+	// that gives its own template has made the choice explicitly: no check.
 	var warn []string
 	if j.Template == "" && m.Template(string(jobs.TaskExtract)) == "" {
 		if len(m.Labels()) > 0 {

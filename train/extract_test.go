@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -220,4 +221,39 @@ func FuzzParseExtractRecord(f *testing.F) {
 			t.Fatalf("string answer %q found as %q", a, r.Text[as:ae])
 		}
 	})
+}
+
+// TestExtractFreezeKeepsBody: with Freeze only head.span.w moves; every
+// body weight is bit for bit the source's, weight decay included.
+func TestExtractFreezeKeepsBody(t *testing.T) {
+	from := randomCheckpoint(t)
+	out := t.TempDir()
+	o := extractTestOptions(from, out, writeRecords(t, codeRecords(60, 5)))
+	o.Freeze, o.Epochs, o.WeightDecay = true, 1, 0.1
+	if _, err := Extract(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	src, err := engine.LoadCheckpoint(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := engine.LoadCheckpoint(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range src.Tensors {
+		w := got.Tensors[name]
+		for i := range v {
+			if math.Float32bits(v[i]) != math.Float32bits(w[i]) {
+				t.Fatalf("%s[%d] moved: %v → %v", name, i, v[i], w[i])
+			}
+		}
+	}
+	moved := false
+	for _, x := range got.Tensors[engine.HeadSpanW] {
+		moved = moved || x != 0
+	}
+	if !moved {
+		t.Fatal("head.span.w did not move")
+	}
 }

@@ -49,7 +49,7 @@ CPU core, fast enough to classify, score or mine a whole corpus overnight.`,
 // trainCmd groups the training subcommands (tokenizer, pretrain, sft, classify).
 var trainCmd = &cobra.Command{
 	Use:   "train",
-	Short: "Train tokenizers, models, post-training stages and classifier heads",
+	Short: "Train tokenizers, models, post-training stages, classifier and span-extraction heads",
 }
 
 // benchCmd groups the benchmarks (gemm, peak, engine, ...).
