@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The extraction benchmark (issue 14), side by side per family: the span
+# head (`onecore train extract` from a base checkpoint, then `onecore
+# extract` on the held-out split, one pinned core) and the regex baseline
+# (baseline.py), each scored by score.py: exact match, token F1, abstention
+# precision/recall, documents/s per core, training wall time.
+#
+# Usage: bench/extract/run.sh DATA OUT
+#   DATA      bench/extract/prep.py's output (FAMILY.train.jsonl, FAMILY.test.jsonl)
+#   OUT       runs, predictions and results.tsv
+# Env:
+#   ONECORE=path       the binary (default: built from this checkout into OUT)
+#   BASE=base          checkpoint to start from (a directory or a bundled name)
+#   FAMILIES="a b"     default: every family in DATA
+#   TRAIN_FLAGS=""     extra flags for train extract (e.g. "--epochs 3")
+#   WORKERS=           --workers for training (default: all usable cores)
+#   CORE=0             the core extraction is pinned to (docs/s per core)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+data=${1:?usage: run.sh DATA OUT}
+out=${2:?usage: run.sh DATA OUT}
+mkdir -p "$out"
+if [[ -z ${ONECORE:-} ]]; then
+  ONECORE=$out/onecore
+  (cd "$here/../.." && go build -o "$ONECORE" ./cmd/onecore)
+fi
+base=${BASE:-base}
+core=${CORE:-0}
+families=${FAMILIES:-$(cd "$data" && ls *.test.jsonl | sed 's/\.test\.jsonl$//')}
+workers=(); [[ -n ${WORKERS:-} ]] && workers=(--workers "$WORKERS")
+res=$out/results.tsv
+printf 'family\tsystem\trecords\texact_match\ttoken_f1\tabstain_precision\tabstain_recall\tabstain_f1\tdocs_per_s_core\ttrain_s\n' >"$res"
+row() { # family system metrics-json docs/s train_s
+  python3 -c 'import json,sys; m=json.loads(sys.argv[3]); print("\t".join([sys.argv[1], sys.argv[2], str(m["records"])] + ["%.3f" % m[k] for k in ("exact_match","token_f1","abstain_precision","abstain_recall","abstain_f1")] + [sys.argv[4], sys.argv[5]]))' "$@" >>"$res"
+}
+for fam in $families; do
+  d=$out/$fam
+  mkdir -p "$d"
+  echo "== $fam" >&2
+  t0=$(date +%s)
+  resume=(); [[ -f $d/model/train_state/state.json ]] && resume=(--resume)
+  if [[ ! -f $d/model/model.safetensors || -f $d/model/train_state/state.json ]]; then
+    # shellcheck disable=SC2086
+    "$ONECORE" train extract --from "$base" --data "$data/$fam.train.jsonl" --out "$d/model" \
+      "${workers[@]}" "${resume[@]}" ${TRAIN_FLAGS:-} 2>&1 | tee "$d/train.log" | grep -E 'eval|sample|example' >&2 || true
+  fi
+  train_s=$(( $(date +%s) - t0 ))
+  rm -rf "$d/pred.jsonl"
+  taskset -c "$core" "$ONECORE" extract --task extract --model "$d/model" --in "$data/$fam.test.jsonl" \
+    --question-field question --out "$d/pred.jsonl" --workers 1 --progress none --summary "$d/extract.json" >/dev/null 2>"$d/extract.log"
+  dps=$(python3 -c 'import json,sys; print("%.0f" % json.load(open(sys.argv[1]))["docs_per_s"])' "$d/extract.json")
+  row "$fam" span_head "$(python3 "$here/score.py" "$data/$fam.test.jsonl" "$d/pred.jsonl" --json)" "$dps" "$train_s"
+  t0=$(date +%s.%N)
+  taskset -c "$core" python3 "$here/baseline.py" "$fam" "$data/$fam.test.jsonl" "$d/baseline.jsonl"
+  n=$(wc -l <"$data/$fam.test.jsonl")
+  bdps=$(python3 -c "import sys; print('%.0f' % ($n / ($(date +%s.%N) - $t0)))")
+  row "$fam" regex "$(python3 "$here/score.py" "$data/$fam.test.jsonl" "$d/baseline.jsonl" --json)" "$bdps" 0
+  # what the model answers, not only its scores
+  python3 - "$data/$fam.test.jsonl" "$d/pred.jsonl" >"$d/examples.txt" <<'PY'
+import json, sys
+gold = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
+pred = {r["id"]: r for r in map(json.loads, open(sys.argv[2], encoding="utf-8"))}
+for g in gold[:25]:
+    p = pred[g["id"]]
+    print(f"{g['question']!r}  gold={g['answer']!r}  span_head={None if p.get('abstained') else p.get('answer')!r}")
+PY
+  head -8 "$d/examples.txt" >&2
+done
+column -t -s $'\t' "$res"
