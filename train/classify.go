@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -248,11 +247,7 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 		// the document order: permutations drawn in turn from one stream;
 		// the cursor counts those drawn after the first (Epoch) and the
 		// position in the current one (Pos)
-		rng := rand.New(rand.NewPCG(o.Seed, 0x636c73))
-		order := rng.Perm(len(trainDocs))
-		for range st.Cursor.Epoch {
-			order = rng.Perm(len(trainDocs))
-		}
+		docOrder := newShuffled(o.Seed, 0x636c73, len(trainDocs), st.Cursor.Epoch)
 		pos := st.Cursor.Pos
 		if st.Step == 0 {
 			if err := save(); err != nil { // the head fit is not redone on resume
@@ -274,31 +269,15 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 				}
 				return nil, ErrInterrupted
 			}
-			var batch []labeledDoc
-			n := 0
-			for n < o.BatchTokens {
-				if pos == len(order) {
-					order, pos = rng.Perm(len(trainDocs)), 0
-					st.Cursor.Epoch++
-				}
-				d := trainDocs[order[pos]]
-				pos++
-				batch = append(batch, d)
-				n += len(d.ids)
-			}
+			batch, n := drawBatch(docOrder, trainDocs, func(d labeledDoc) int { return len(d.ids) }, o.BatchTokens, &pos, &st.Cursor.Epoch)
 			st.Cursor.Pos = pos
 			// micro-batches: consecutive documents up to --max-tokens
 			// tokens each, fixed by the batch alone
-			var mbs [][2]int
-			for i := 0; i < len(batch); {
-				j, t := i, 0
-				for j < len(batch) && (j == i || t+len(batch[j].ids) <= mbTokens) {
-					t += len(batch[j].ids)
-					j++
-				}
-				mbs = append(mbs, [2]int{i, j})
-				i = j
+			lens := make([]int, len(batch))
+			for i, d := range batch {
+				lens[i] = len(d.ids)
 			}
+			mbs := microBatches(lens, mbTokens)
 			mbLoss = append(mbLoss[:0], make([]float64, len(mbs))...)
 			dp.micro(len(mbs), func(w *dpWorker, k int) {
 				docs := batch[mbs[k][0]:mbs[k][1]]
