@@ -229,7 +229,7 @@ func newExtractCmd(use string, task jobs.Task, short string) *cobra.Command {
 	if task == "" {
 		f.StringVar(&fl.task, "task", "", "classify, score, extract or embed (default classify)")
 	}
-	f.StringSliceVar(&fl.keep, "keep", nil, "input fields copied to every output row")
+	f.StringSliceVar(&fl.keep, "keep", nil, "input fields copied to every output row; field:column renames (--keep label:gold)")
 	f.StringVar(&fl.textField, "text-field", "", "field holding the document text (default text)")
 	f.StringVar(&fl.idField, "id-field", "", "field holding the document id (default id; missing: file:row)")
 	f.IntVar(&fl.maxTokens, "max-tokens", 0, fmt.Sprintf("tokens per document, <bos> included (default %d)", jobs.DefaultMaxTokens))
