@@ -13,7 +13,8 @@ import (
 
 // TestKeepRenameCLI: --keep url:link writes each row's input url into the
 // column link, next to --keep url's own column, for every task and output
-// format, whatever the input format (Parquet, JSONL.zst, JSONL); a renaming
+// format, whatever the input format (Parquet, JSONL.zst, JSONL), from flags
+// or a job file (keep: [url:link, url]); a renaming
 // that collides is a usage error before the model loads.
 func TestKeepRenameCLI(t *testing.T) {
 	tmp := t.TempDir()
@@ -33,6 +34,13 @@ func TestKeepRenameCLI(t *testing.T) {
 	} {
 		out := filepath.Join(tmp, c.task, c.out)
 		args := []string{c.task, "--model", model, "--in", in, "--out", out, "--keep", "url:link,url", "--workers", "1", "--progress", "none"}
+		if c.task == "embed" { // the same renaming from a job file
+			job := filepath.Join(tmp, "embed.yaml")
+			if err := os.WriteFile(job, []byte("task: embed\nkeep: [url:link, url]\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			args = []string{"extract", "--job", job, "--model", model, "--in", in, "--out", out, "--workers", "1", "--progress", "none"}
+		}
 		if c.format != "" {
 			args = append(args, "--format", c.format)
 		}
