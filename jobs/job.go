@@ -77,7 +77,10 @@ type Job struct {
 	// document text and its id. A missing id falls back to file:row.
 	TextField string `yaml:"text_field,omitempty" json:"text_field"`
 	IDField   string `yaml:"id_field,omitempty" json:"id_field"`
-	// Keep lists input fields copied unchanged to every output row.
+	// Keep lists input fields copied unchanged to every output row, each
+	// "field" (column named like the field) or "field:column" (renamed, so
+	// an input's label can sit next to the predicted label as gold). The
+	// spec is kept as written, so the fingerprint tells the two apart.
 	Keep []string `yaml:"keep,omitempty" json:"keep,omitempty"`
 	// MaxTokens bounds the tokens of one document (its <bos> included);
 	// Truncate says what happens to longer ones (head | reject).
@@ -229,21 +232,52 @@ func (j *Job) Normalize() error {
 		reserved[f.Name] = true
 	}
 	for _, k := range j.Keep {
-		if k == "" {
-			return errors.New("keep: empty field name")
+		field, col := SplitKeep(k)
+		if field == "" || col == "" {
+			return fmt.Errorf("keep: %q: empty field or column name (want field or field:column)", k)
 		}
-		if seen[k] {
-			return fmt.Errorf("keep: %q listed twice", k)
+		if seen[col] {
+			return fmt.Errorf("keep: column %q listed twice", col)
 		}
-		if reserved[k] {
-			return fmt.Errorf("keep: %q collides with an output column of task %s", k, j.Task)
+		if reserved[col] {
+			return fmt.Errorf("keep: column %q collides with an output column of task %s (rename it: --keep %s:%s_in)", col, j.Task, field, col)
 		}
-		seen[k] = true
+		seen[col] = true
 	}
 	if j.Template != "" && j.Task != TaskExtract && j.Task != TaskClassify {
 		return fmt.Errorf("template applies to extract and classify, not %s", j.Task)
 	}
 	return nil
+}
+
+// SplitKeep splits a keep spec into the input field read and the output
+// column written: "label:gold" reads label into gold, "label" reads label
+// into label. It splits at the last colon, so a field whose name has a
+// colon can still be kept by naming its column ("a:b:a_b").
+func SplitKeep(spec string) (field, column string) {
+	if i := strings.LastIndexByte(spec, ':'); i >= 0 {
+		return spec[:i], spec[i+1:]
+	}
+	return spec, spec
+}
+
+// KeepFields are the input fields of the keep specs, in Keep order (what the
+// readers are asked for; a field may appear twice under two columns).
+func (j *Job) KeepFields() []string {
+	out := make([]string, len(j.Keep))
+	for i, k := range j.Keep {
+		out[i], _ = SplitKeep(k)
+	}
+	return out
+}
+
+// KeepColumns are the output columns of the keep specs, in Keep order.
+func (j *Job) KeepColumns() []string {
+	out := make([]string, len(j.Keep))
+	for i, k := range j.Keep {
+		_, out[i] = SplitKeep(k)
+	}
+	return out
 }
 
 // Fingerprint is a stable hash of everything in the job that changes the

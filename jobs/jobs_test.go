@@ -33,6 +33,25 @@ func TestParseNormalize(t *testing.T) {
 		{name: "duplicate label", yaml: "labels: [a, a]\n", wantErr: `"a" listed twice`},
 		{name: "keep collides", yaml: "task: score\nkeep: [perplexity]\n", wantErr: "collides"},
 		{name: "keep collides with offsets", yaml: "task: extract\nkeep: [answer_start]\n", wantErr: "collides"},
+		{name: "keep renames", yaml: "keep: [label:gold, url, 'a:b:a_b', url:link]\n", check: func(t *testing.T, j *Job) {
+			if got, want := strings.Join(j.KeepFields(), ","), "label,url,a:b,url"; got != want {
+				t.Errorf("fields %q, want %q", got, want)
+			}
+			if got, want := strings.Join(j.KeepColumns(), ","), "gold,url,a_b,link"; got != want {
+				t.Errorf("columns %q, want %q", got, want)
+			}
+			s := SchemaFor(j, []string{"ham", "spam"})
+			if f := s.Field(s.NumFields() - 4); f.Name != "gold" || !f.Nullable {
+				t.Errorf("first keep column %+v, want nullable gold", f)
+			}
+		}},
+		{name: "keep alias collides with task column", yaml: "keep: [gold:label]\n", wantErr: `column "label" collides`},
+		{name: "keep alias collides with common column", yaml: "task: embed\nkeep: [url:id]\n", wantErr: `column "id" collides`},
+		{name: "keep alias collides with kept column", yaml: "keep: [url, link:url]\n", wantErr: `column "url" listed twice`},
+		{name: "keep duplicate aliases", yaml: "keep: [a:gold, b:gold]\n", wantErr: `column "gold" listed twice`},
+		{name: "keep empty alias", yaml: "keep: ['label:']\n", wantErr: "empty field or column"},
+		{name: "keep empty field", yaml: "keep: [':gold']\n", wantErr: "empty field or column"},
+		{name: "keep empty spec", yaml: "keep: ['']\n", wantErr: "empty field or column"},
 		{name: "extractive on score", yaml: "task: score\nextractive: true\n", wantErr: "extractive applies"},
 		{name: "span settings", yaml: "task: extract\nmax_span: 12\nspan_threshold: -1.5\n", check: func(t *testing.T, j *Job) {
 			if j.MaxSpan != 12 || j.SpanThreshold != -1.5 {
@@ -75,6 +94,14 @@ func TestFingerprint(t *testing.T) {
 	c := &Job{Task: TaskScore, MaxTokens: 7}
 	if a.Fingerprint() == c.Fingerprint() {
 		t.Error("fingerprint ignores max_tokens")
+	}
+	// label:gold writes another column than label: an output of one must
+	// not be resumed by the other.
+	k1 := &Job{Task: TaskClassify, Keep: []string{"label:gold"}}
+	k2 := &Job{Task: TaskClassify, Keep: []string{"label"}}
+	k3 := &Job{Task: TaskClassify, Keep: []string{"gold"}}
+	if k1.Fingerprint() == k2.Fingerprint() || k1.Fingerprint() == k3.Fingerprint() {
+		t.Error("fingerprint ignores a --keep rename")
 	}
 }
 

@@ -35,8 +35,9 @@ const (
 )
 
 // OutputSchema is the fixed Arrow schema of a task's output rows: the common
-// columns, the task's columns, then one nullable utf8 column per --keep field
-// (strings are copied as they are, other JSON values as their JSON text).
+// columns, the task's columns, then one nullable utf8 column per name in keep
+// (the --keep output columns: see Job.KeepColumns; strings are copied as
+// they are, other JSON values as their JSON text).
 func OutputSchema(task Task, keep []string) *arrow.Schema {
 	fields := []arrow.Field{
 		{Name: ColID, Type: arrow.BinaryTypes.String},
@@ -80,7 +81,7 @@ func OutputSchema(task Task, keep []string) *arrow.Schema {
 // SchemaFor is OutputSchema with the job's metadata attached (task, job
 // fingerprint and, for classify, the label order of the probs column).
 func SchemaFor(j *Job, labels []string) *arrow.Schema {
-	s := OutputSchema(j.Task, j.Keep)
+	s := OutputSchema(j.Task, j.KeepColumns())
 	keys := []string{MetaTask, MetaFingerprint}
 	vals := []string{string(j.Task), j.Fingerprint()}
 	if j.Task == TaskClassify {

@@ -256,15 +256,16 @@ func (r *runner) warnMissingKeep(sr *shardRun) {
 	if sr.rowsOut == 0 {
 		return
 	}
-	for k, f := range r.cfg.Job.Keep {
-		if (k < len(sr.keepSeen) && sr.keepSeen[k]) || r.keepWarned[f] {
+	for k, spec := range r.cfg.Job.Keep {
+		f, col := jobs.SplitKeep(spec)
+		if (k < len(sr.keepSeen) && sr.keepSeen[k]) || r.keepWarned[spec] {
 			continue
 		}
 		if r.keepWarned == nil {
 			r.keepWarned = map[string]bool{}
 		}
-		r.keepWarned[f] = true
-		r.cfg.Log.Warn("--keep field has no value in any row of the shard: its column is null there (warned once per field)", "field", f, "shard", sr.Path, "rows", sr.rowsOut)
+		r.keepWarned[spec] = true
+		r.cfg.Log.Warn("--keep field has no value in any row of the shard: its column is null there (warned once per field)", "field", f, "column", col, "shard", sr.Path, "rows", sr.rowsOut)
 	}
 }
 

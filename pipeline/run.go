@@ -748,10 +748,11 @@ func (r *runner) read(ctx context.Context, tokCh chan<- []*item, collCh chan<- e
 	}
 }
 
-// keepFields are the reader's passthrough fields: the job's, then the
+// keepFields are the reader's passthrough fields: the job's input fields
+// (not their output columns: --keep label:gold reads label), then the
 // question field (read but only output when also kept).
 func (r *runner) keepFields() []string {
-	k := append([]string(nil), r.cfg.Job.Keep...)
+	k := r.cfg.Job.KeepFields()
 	if q := r.cfg.Job.QuestionField; q != "" && r.cfg.Job.Task == jobs.TaskExtract {
 		k = append(k, q)
 	}

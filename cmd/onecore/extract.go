@@ -95,11 +95,13 @@ globs) on every CPU core, one result row per document.
 
 Columns: label (the most probable label), score (its probability) and probs
 (one probability per label, in label order), plus id, file, row, tokens,
-truncated and the --keep columns. The labels come from the model's
+truncated and the --keep columns (--keep label:gold copies the input's label
+into a column gold, for 'onecore eval'). The labels come from the model's
 classifier head, or, with --labels a,b,..., by scoring each label string
 after the --template prompt (--classify-by auto, head or labels).
 
 `, `  onecore classify --in testdata/sample --out labels.parquet --keep gold
+  onecore classify --in labeled.parquet --out r.parquet --keep label:gold   # then: onecore eval --pred r.parquet --gold-column gold
   onecore classify --labels positive,negative --in reviews.parquet --out labels.parquet
   onecore classify --model my-model/ --in 'shards/*.jsonl.zst' --out labels/ --workers 8`},
 	jobs.TaskScore: {`score runs extract --task score: it scores every document of the input
@@ -229,7 +231,7 @@ func newExtractCmd(use string, task jobs.Task, short string) *cobra.Command {
 	if task == "" {
 		f.StringVar(&fl.task, "task", "", "classify, score, extract or embed (default classify)")
 	}
-	f.StringSliceVar(&fl.keep, "keep", nil, "input fields copied to every output row")
+	f.StringSliceVar(&fl.keep, "keep", nil, "input fields copied to every output row; field:column renames (--keep label:gold)")
 	f.StringVar(&fl.textField, "text-field", "", "field holding the document text (default text)")
 	f.StringVar(&fl.idField, "id-field", "", "field holding the document id (default id; missing: file:row)")
 	f.IntVar(&fl.maxTokens, "max-tokens", 0, fmt.Sprintf("tokens per document, <bos> included (default %d)", jobs.DefaultMaxTokens))

@@ -72,21 +72,9 @@ func runShow(w io.Writer, path string, fl showFlags) error {
 	if fl.count && len(fl.columns) == 0 {
 		return usageError{errors.New("--count needs --columns (the values to count by)")}
 	}
-	files := []string{path}
-	if st, err := os.Stat(path); err != nil {
+	files, err := resultFiles(path)
+	if err != nil {
 		return err
-	} else if st.IsDir() {
-		files = nil
-		all, _ := filepath.Glob(filepath.Join(path, "part-*"))
-		for _, f := range all {
-			if pipeline.FormatOf(f) != "" {
-				files = append(files, f)
-			}
-		}
-		sort.Strings(files)
-		if len(files) == 0 {
-			return fmt.Errorf("%s: no part-* results files", path)
-		}
 	}
 	t := &table{want: fl.columns, width: fl.width}
 	if !fl.count && fl.limit > 0 {
@@ -110,6 +98,30 @@ func runShow(w io.Writer, path string, fl showFlags) error {
 	}
 	t.print(w)
 	return nil
+}
+
+// resultFiles lists the results files of path: path itself, or the parts of
+// an output directory in name order (show and eval read the same things).
+func resultFiles(path string) ([]string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return []string{path}, nil
+	}
+	var files []string
+	all, _ := filepath.Glob(filepath.Join(path, "part-*"))
+	for _, f := range all {
+		if pipeline.FormatOf(f) != "" {
+			files = append(files, f)
+		}
+	}
+	sort.Strings(files)
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s: no part-* results files", path)
+	}
+	return files, nil
 }
 
 // table is the rows read so far, as display strings.

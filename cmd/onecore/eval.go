@@ -1,0 +1,376 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/klauspost/compress/zstd"
+	"github.com/spf13/cobra"
+
+	"github.com/onecore-dev/onecore/internal/atomicfile"
+	"github.com/onecore-dev/onecore/pipeline"
+)
+
+// evalFlags are the flags of eval.
+type evalFlags struct {
+	pred       string
+	goldColumn string
+	predColumn string
+	jsonOut    string
+}
+
+func init() {
+	var fl evalFlags
+	cmd := &cobra.Command{
+		Use:   "eval --pred RESULTS --gold-column COLUMN",
+		Short: "Score classification results against gold labels (accuracy, F1, confusion matrix)",
+		Long: `eval compares the predicted labels of a classify output with gold labels in
+the same rows, so a classifier can be measured without another tool. RESULTS
+is what onecore show reads: Parquet, Arrow IPC, JSON Lines (plain or .zst),
+or an output directory (its parts). The gold labels are a column of it,
+usually copied from the input with --keep (--keep label:gold: the input's
+label becomes the column gold, next to the predicted label).
+
+Prints the rows read, accuracy, macro-F1 (the unweighted mean of the
+per-class F1), per-class precision, recall, F1 and support (gold rows), and
+the confusion matrix (rows: gold label, columns: predicted label). The
+classes are every label seen as gold or as a prediction: a gold label the
+model never predicts counts in macro-F1 with F1 0, as does a predicted label
+no row has as gold. A precision or recall with nothing to divide by is 0.
+
+Rows whose gold is null are counted and skipped (unlabelled rows are not
+errors); so are rows whose prediction is null. --json FILE also writes the
+same numbers as JSON.`,
+		Example: `  onecore classify --in testdata/sample --out r.parquet --keep gold
+  onecore eval --pred r.parquet --gold-column gold
+  onecore classify --in reviews.parquet --out r/ --keep label:gold
+  onecore eval --pred r/ --gold-column gold --json metrics.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runEval(cmd.OutOrStdout(), fl)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&fl.pred, "pred", "", "classify results: file (.parquet, .arrow, .jsonl, .jsonl.zst) or output directory")
+	f.StringVar(&fl.goldColumn, "gold-column", "", "column holding the gold label (e.g. from --keep label:gold)")
+	f.StringVar(&fl.predColumn, "pred-column", "label", "column holding the predicted label")
+	f.StringVar(&fl.jsonOut, "json", "", "also write the metrics as JSON to this file")
+	rootCmd.AddCommand(cmd)
+}
+
+func runEval(w io.Writer, fl evalFlags) error {
+	if fl.pred == "" || fl.goldColumn == "" {
+		return usageError{errors.New("eval needs --pred RESULTS and --gold-column COLUMN")}
+	}
+	if fl.predColumn == "" || fl.predColumn == fl.goldColumn {
+		return usageError{fmt.Errorf("--pred-column %q: want a column other than the gold one", fl.predColumn)}
+	}
+	files, err := resultFiles(fl.pred)
+	if err != nil {
+		return err
+	}
+	var pairs []labelPair
+	for _, f := range files {
+		if err := readLabelPairs(f, fl.goldColumn, fl.predColumn, func(p labelPair) { pairs = append(pairs, p) }); err != nil {
+			return err
+		}
+	}
+	m, err := evaluate(pairs)
+	if err != nil {
+		return fmt.Errorf("%s: %w", fl.pred, err)
+	}
+	if err := m.print(w, fl.goldColumn, fl.predColumn); err != nil {
+		return err
+	}
+	if fl.jsonOut != "" {
+		b, err := json.MarshalIndent(m, "", "  ")
+		if err != nil {
+			return err
+		}
+		return atomicfile.WriteFile(fl.jsonOut, append(b, '\n'))
+	}
+	return nil
+}
+
+// labelPair is one row's gold and predicted label; a null value is
+// marked invalid rather than given a spelling that a real label could have.
+type labelPair struct {
+	gold, pred           string
+	goldValid, predValid bool
+}
+
+// readLabelPairs calls fn with the gold and predicted label of every row of
+// one results file. A missing column is an error naming the columns there
+// are, since a typo in --gold-column would otherwise look like "all null".
+func readLabelPairs(path, goldCol, predCol string, fn func(labelPair)) error {
+	switch f := pipeline.FormatOf(path); f {
+	case "parquet", "arrow":
+		return pipeline.ReadRecords(path, f, func(rec arrow.RecordBatch) error {
+			gi, pi := rec.Schema().FieldIndices(goldCol), rec.Schema().FieldIndices(predCol)
+			if len(gi) != 1 || len(pi) != 1 {
+				names := make([]string, rec.NumCols())
+				for i, fld := range rec.Schema().Fields() {
+					names[i] = fld.Name
+				}
+				return missingColumn(path, goldCol, predCol, len(gi) == 1, names)
+			}
+			g, p := rec.Column(gi[0]), rec.Column(pi[0])
+			for r := 0; r < int(rec.NumRows()); r++ {
+				lp := labelPair{goldValid: g.IsValid(r), predValid: p.IsValid(r)}
+				if lp.goldValid {
+					lp.gold = cell(g, r)
+				}
+				if lp.predValid {
+					lp.pred = cell(p, r)
+				}
+				fn(lp)
+			}
+			return nil
+		})
+	case "jsonl", "jsonl.zst":
+		return readJSONLPairs(path, f == "jsonl.zst", goldCol, predCol, fn)
+	default:
+		return usageError{fmt.Errorf("%s: not a results file (want .parquet, .arrow, .jsonl or .jsonl.zst)", path)}
+	}
+}
+
+// readJSONLPairs is readLabelPairs for JSON Lines. A key absent from a row
+// is null there (the writers omit nothing, but hand-made files may); a file
+// where no row has the key is the missing-column error.
+func readJSONLPairs(path string, zst bool, goldCol, predCol string, fn func(labelPair)) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if zst {
+		d, err := zstd.NewReader(f)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		r = d
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<30)
+	var keys []string // every key seen, for the missing-column error
+	seenGold, seenPred := false, false
+	rows := 0
+	for n := 1; sc.Scan(); n++ {
+		if len(strings.TrimSpace(sc.Text())) == 0 {
+			continue
+		}
+		dec := json.NewDecoder(strings.NewReader(sc.Text()))
+		dec.UseNumber()
+		ks, vals, err := objectInOrder(dec)
+		if err != nil {
+			return fmt.Errorf("%s: line %d: %v", path, n, err)
+		}
+		var lp labelPair
+		for i, k := range ks {
+			if indexOf(keys, k) < 0 {
+				keys = append(keys, k)
+			}
+			switch k {
+			case goldCol:
+				seenGold = true
+				if vals[i] != nil {
+					lp.gold, lp.goldValid = jsonCell(vals[i]), true
+				}
+			case predCol:
+				seenPred = true
+				if vals[i] != nil {
+					lp.pred, lp.predValid = jsonCell(vals[i]), true
+				}
+			}
+		}
+		fn(lp)
+		rows++
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if rows > 0 && (!seenGold || !seenPred) {
+		return missingColumn(path, goldCol, predCol, seenGold, keys)
+	}
+	return nil
+}
+
+func missingColumn(path, goldCol, predCol string, goldFound bool, have []string) error {
+	col, flag := goldCol, "--gold-column"
+	if goldFound {
+		col, flag = predCol, "--pred-column"
+	}
+	return usageError{fmt.Errorf("%s: no column %q (%s; columns: %s)", path, col, flag, strings.Join(have, ", "))}
+}
+
+// classMetrics are one class's numbers.
+type classMetrics struct {
+	Label     string  `json:"label"`
+	Precision float64 `json:"precision"`
+	Recall    float64 `json:"recall"`
+	F1        float64 `json:"f1"`
+	Support   int     `json:"support"`   // rows with this gold label
+	Predicted int     `json:"predicted"` // rows with this predicted label
+}
+
+// evalMetrics is everything eval reports, printed and written as JSON.
+type evalMetrics struct {
+	Rows           int            `json:"rows"`      // rows read
+	NullGold       int            `json:"null_gold"` // skipped: gold is null
+	NullPred       int            `json:"null_pred"` // skipped: gold set, prediction null
+	Evaluated      int            `json:"evaluated"` // rows with both
+	Correct        int            `json:"correct"`
+	Accuracy       float64        `json:"accuracy"`
+	MacroPrecision float64        `json:"macro_precision"`
+	MacroRecall    float64        `json:"macro_recall"`
+	MacroF1        float64        `json:"macro_f1"`
+	Classes        []classMetrics `json:"classes"` // in label order
+	// Labels orders the confusion matrix; Confusion[i][j] counts rows with
+	// gold Labels[i] predicted as Labels[j].
+	Labels    []string `json:"labels"`
+	Confusion [][]int  `json:"confusion"`
+}
+
+// evaluate computes the metrics of the rows. The classes are the union of
+// gold and predicted labels, sorted, so the confusion matrix is square and
+// a class the model never predicts (or never should) weighs in macro-F1.
+func evaluate(pairs []labelPair) (*evalMetrics, error) {
+	m := &evalMetrics{Rows: len(pairs)}
+	index := map[string]int{}
+	for _, p := range pairs {
+		switch {
+		case !p.goldValid:
+			m.NullGold++
+			continue
+		case !p.predValid:
+			m.NullPred++
+			continue
+		}
+		m.Evaluated++
+		for _, l := range []string{p.gold, p.pred} {
+			if _, ok := index[l]; !ok {
+				index[l] = 0
+				m.Labels = append(m.Labels, l)
+			}
+		}
+	}
+	if m.Evaluated == 0 {
+		return nil, fmt.Errorf("no row has both a gold and a predicted label (%d rows, %d with a null gold)", m.Rows, m.NullGold)
+	}
+	sort.Strings(m.Labels)
+	for i, l := range m.Labels {
+		index[l] = i
+	}
+	k := len(m.Labels)
+	m.Confusion = make([][]int, k)
+	for i := range m.Confusion {
+		m.Confusion[i] = make([]int, k)
+	}
+	for _, p := range pairs {
+		if p.goldValid && p.predValid {
+			m.Confusion[index[p.gold]][index[p.pred]]++
+		}
+	}
+	ratio := func(a, b int) float64 {
+		if b == 0 {
+			return 0
+		}
+		return float64(a) / float64(b)
+	}
+	for i, l := range m.Labels {
+		c := classMetrics{Label: l}
+		tp := m.Confusion[i][i]
+		m.Correct += tp
+		for j := 0; j < k; j++ {
+			c.Support += m.Confusion[i][j]
+			c.Predicted += m.Confusion[j][i]
+		}
+		c.Precision = ratio(tp, c.Predicted)
+		c.Recall = ratio(tp, c.Support)
+		// 2TP/(2TP+FP+FN): the harmonic mean of precision and recall, and 0
+		// (not NaN) for a class with neither predictions nor gold rows right.
+		c.F1 = ratio(2*tp, c.Predicted+c.Support)
+		m.MacroPrecision += c.Precision / float64(k)
+		m.MacroRecall += c.Recall / float64(k)
+		m.MacroF1 += c.F1 / float64(k)
+		m.Classes = append(m.Classes, c)
+	}
+	m.Accuracy = ratio(m.Correct, m.Evaluated)
+	return m, nil
+}
+
+// print writes the metrics as plain text tables.
+func (m *evalMetrics) print(w io.Writer, goldCol, predCol string) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "rows       %d", m.Rows)
+	var skipped []string
+	if m.NullGold > 0 {
+		skipped = append(skipped, fmt.Sprintf("%d with a null %s", m.NullGold, goldCol))
+	}
+	if m.NullPred > 0 {
+		skipped = append(skipped, fmt.Sprintf("%d with a null %s", m.NullPred, predCol))
+	}
+	if len(skipped) > 0 {
+		fmt.Fprintf(bw, " (%d evaluated; skipped: %s)", m.Evaluated, strings.Join(skipped, ", "))
+	}
+	fmt.Fprintf(bw, "\naccuracy   %s (%d/%d)\nmacro-F1   %s\n\n", f4(m.Accuracy), m.Correct, m.Evaluated, f4(m.MacroF1))
+
+	rows := [][]string{{"class", "precision", "recall", "f1", "support"}}
+	for _, c := range m.Classes {
+		rows = append(rows, []string{c.Label, f4(c.Precision), f4(c.Recall), f4(c.F1), strconv.Itoa(c.Support)})
+	}
+	rows = append(rows, []string{"macro avg", f4(m.MacroPrecision), f4(m.MacroRecall), f4(m.MacroF1), strconv.Itoa(m.Evaluated)})
+	writeAligned(bw, rows)
+
+	fmt.Fprintf(bw, "\nconfusion matrix: rows are %s (gold), columns %s (predicted)\n", goldCol, predCol)
+	rows = [][]string{append([]string{"gold \\ pred"}, m.Labels...)}
+	for i, l := range m.Labels {
+		r := []string{l}
+		for _, n := range m.Confusion[i] {
+			r = append(r, strconv.Itoa(n))
+		}
+		rows = append(rows, r)
+	}
+	writeAligned(bw, rows)
+	return bw.Flush()
+}
+
+// f4 is a metric with 4 decimals (fixed, so the columns line up).
+func f4(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
+
+// writeAligned writes rows as columns two spaces apart: the first (names)
+// left-aligned, the others (numbers) right-aligned.
+func writeAligned(w io.Writer, rows [][]string) {
+	var widths []int
+	for _, r := range rows {
+		for i, c := range r {
+			if i >= len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	for _, r := range rows {
+		var b strings.Builder
+		for i, c := range r {
+			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
+			if i == 0 {
+				b.WriteString(c + pad)
+			} else {
+				b.WriteString("  " + pad + c)
+			}
+		}
+		fmt.Fprintln(w, b.String())
+	}
+}
