@@ -314,7 +314,7 @@ func TestDuckDBReadsOutputs(t *testing.T) {
 	}{
 		{"classify", nil, map[string]string{"label": "VARCHAR", "score": "FLOAT", "probs": "FLOAT[]"}},
 		{"score", nil, map[string]string{"mean_logprob": "DOUBLE", "perplexity": "DOUBLE", "bits_per_byte": "DOUBLE"}},
-		{"extract", []string{"--question", "who?", "--max-new-tokens", "3"}, map[string]string{"answer": "VARCHAR", "answer_logprob": "FLOAT", "abstained": "BOOLEAN"}},
+		{"extract", []string{"--question", "who?", "--max-new-tokens", "3"}, map[string]string{"answer": "VARCHAR", "answer_logprob": "FLOAT", "abstained": "BOOLEAN", "answer_start": "BIGINT", "answer_end": "BIGINT"}},
 		{"embed", nil, map[string]string{"embedding": "FLOAT[]"}},
 	}
 	var sqls []string
