@@ -6,14 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/klauspost/compress/zstd"
 	"github.com/spf13/cobra"
 
 	"github.com/onecore-dev/onecore/internal/atomicfile"
@@ -147,22 +145,11 @@ func readLabelPairs(path, goldCol, predCol string, fn func(labelPair)) error {
 // is null there (the writers omit nothing, but hand-made files may); a file
 // where no row has the key is the missing-column error.
 func readJSONLPairs(path string, zst bool, goldCol, predCol string, fn func(labelPair)) error {
-	f, err := os.Open(path)
+	sc, closeFn, err := jsonlLines(path, zst)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	var r io.Reader = f
-	if zst {
-		d, err := zstd.NewReader(f)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		r = d
-	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<30)
+	defer closeFn()
 	var keys []string // every key seen, for the missing-column error
 	seenGold, seenPred := false, false
 	rows := 0

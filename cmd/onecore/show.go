@@ -206,22 +206,11 @@ func fmtFloat(v float64) string {
 // readJSONL reads JSON Lines rows; the columns are the keys in order of
 // first appearance.
 func (t *table) readJSONL(path string, zst bool) error {
-	f, err := os.Open(path)
+	sc, closeFn, err := jsonlLines(path, zst)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	var r io.Reader = f
-	if zst {
-		d, err := zstd.NewReader(f)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		r = d
-	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<30)
+	defer closeFn()
 	for n := 1; sc.Scan(); n++ {
 		if t.full() {
 			return errEnough
@@ -408,4 +397,28 @@ func indexOf(s []string, v string) int {
 		}
 	}
 	return -1
+}
+
+// jsonlLines opens a JSON Lines results file (plain or zstd) for reading
+// line by line, with room for long lines (an embedding row, a long answer);
+// closeFn releases the file and the decoder.
+func jsonlLines(path string, zst bool) (sc *bufio.Scanner, closeFn func(), err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	var r io.Reader = f
+	closeFn = func() { f.Close() }
+	if zst {
+		d, err := zstd.NewReader(f)
+		if err != nil {
+			f.Close()
+			return nil, nil, err
+		}
+		r = d
+		closeFn = func() { d.Close(); f.Close() }
+	}
+	sc = bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<30)
+	return sc, closeFn, nil
 }
