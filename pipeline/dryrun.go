@@ -101,7 +101,7 @@ func DryRun(ctx context.Context, cfg Config, calibrate int) (*Plan, error) {
 	}
 	p.ShardsToDo = len(todo)
 
-	opts := ReadOptions{TextField: cfg.Job.TextField, IDField: cfg.Job.IDField, MaxDocBytes: cfg.Job.MaxDocBytes}
+	opts := cfg.readOptions()
 	var unknownBytes int64
 	var unknown []Shard // shards without a recorded row count
 	for _, sh := range todo {
@@ -154,7 +154,7 @@ func DryRun(ctx context.Context, cfg Config, calibrate int) (*Plan, error) {
 // bytesPerRow reads up to n rows of sh and returns the bytes on disk they
 // took (0: unknown), to estimate the rows of shards of that kind.
 func bytesPerRow(cfg Config, sh Shard, n int) float64 {
-	opts := ReadOptions{TextField: cfg.Job.TextField, IDField: cfg.Job.IDField, MaxDocBytes: cfg.Job.MaxDocBytes}
+	opts := cfg.readOptions()
 	rd, err := cfg.Source.Open(sh, opts)
 	if err != nil {
 		return 0
@@ -236,4 +236,10 @@ func outputNotes(cfg Config, out output) []string {
 		return []string{fmt.Sprintf("the run would refuse %s: it holds results of another model (%s); use another --out or --force", out.dir, old.ModelPath)}
 	}
 	return []string{fmt.Sprintf("%s holds results of this job: shards marked done there are skipped (resume)", out.dir)}
+}
+
+// readOptions are the reader settings of the job's text (the plan needs no
+// passthrough fields).
+func (c *Config) readOptions() ReadOptions {
+	return ReadOptions{TextField: c.Job.TextField, IDField: c.Job.IDField, MaxDocBytes: c.Job.MaxDocBytes}
 }

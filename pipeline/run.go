@@ -655,7 +655,8 @@ func stage(ctx context.Context, name string, f func()) {
 // read streams the work shards, one after another, into the tokenizer pool
 // (in batches).
 func (r *runner) read(ctx context.Context, tokCh chan<- []*item, collCh chan<- event, fail func(error)) {
-	opts := ReadOptions{TextField: r.cfg.Job.TextField, IDField: r.cfg.Job.IDField, Keep: r.keepFields(), MaxDocBytes: r.cfg.Job.MaxDocBytes}
+	opts := r.cfg.readOptions()
+	opts.Keep = r.keepFields()
 	var batch []*item
 	text := 0
 	send := func() {
@@ -702,7 +703,7 @@ func (r *runner) read(ctx context.Context, tokCh chan<- []*item, collCh chan<- e
 		if err != nil {
 			sr.fileErr = err
 		} else {
-			for !limited || left > 0 {
+			for !limited || seq < left { // seq: rows read of this shard (documents and rejects)
 				if ctx.Err() != nil {
 					sr.aborted = true
 					break
@@ -710,9 +711,6 @@ func (r *runner) read(ctx context.Context, tokCh chan<- []*item, collCh chan<- e
 				doc, err := rd.Next()
 				if err == io.EOF {
 					break
-				}
-				if err == nil || errors.As(err, new(*RowError)) {
-					left-- // a row was read: a document or a rejected row
 				}
 				var rowErr *RowError
 				if errors.As(err, &rowErr) {
@@ -744,6 +742,7 @@ func (r *runner) read(ctx context.Context, tokCh chan<- []*item, collCh chan<- e
 		r.st.addBusy(stRead, t0)
 		send() // the shard's last documents go now, not with the next shard's
 		sr.total = seq
+		left -= seq
 		collCh <- event{end: sr}
 	}
 }
