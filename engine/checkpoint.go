@@ -99,8 +99,35 @@ type Generation struct {
 	StopIDs []int32 `json:"stop_ids,omitempty"`
 	// Templates are named prompt templates (e.g. "classify": "...{text}...").
 	Templates map[string]string `json:"templates,omitempty"`
-	// Labels is the classifier's label set, in head.cls column order.
+	// Labels is the classifier's label set, in head.cls column order (for
+	// a regression head: one name, the target's).
 	Labels []string `json:"labels,omitempty"`
+	// Head is how head.cls's outputs are read: HeadMulticlass (also when
+	// empty), HeadMultilabel or HeadRegression.
+	Head string `json:"head,omitempty"`
+	// Thresholds are a multi-label head's per-label decision thresholds on
+	// the sigmoid probability, in label order (tuned on held-out data).
+	Thresholds []float32 `json:"thresholds,omitempty"`
+}
+
+// Classifier head kinds: how generation.json says head.cls is read.
+const (
+	// HeadMulticlass is a softmax over the labels: one label per document.
+	HeadMulticlass = "multiclass"
+	// HeadMultilabel is an independent sigmoid per label: any number of
+	// labels per document, each above its threshold.
+	HeadMultilabel = "multilabel"
+	// HeadRegression is one real value per document (one column, no
+	// squashing), in the units of the training targets.
+	HeadRegression = "regression"
+)
+
+// HeadKind is the classifier head's kind, HeadMulticlass when unset.
+func (g *Generation) HeadKind() string {
+	if g == nil || g.Head == "" {
+		return HeadMulticlass
+	}
+	return g.Head
 }
 
 // Validate checks ids against the vocabulary and labels against head width
@@ -118,6 +145,27 @@ func (g *Generation) Validate(vocab, nLabels int) error {
 	}
 	if nLabels >= 0 && len(g.Labels) > 0 && len(g.Labels) != nLabels {
 		return fmt.Errorf("field \"labels\": %d labels but %s has %d columns", len(g.Labels), HeadClsW, nLabels)
+	}
+	switch g.HeadKind() {
+	case HeadMulticlass:
+	case HeadMultilabel:
+		if len(g.Thresholds) != len(g.Labels) {
+			return fmt.Errorf("field \"thresholds\": %d thresholds for %d labels (a multilabel head needs one per label)", len(g.Thresholds), len(g.Labels))
+		}
+		for i, t := range g.Thresholds {
+			if !(t > 0 && t < 1) {
+				return fmt.Errorf("field \"thresholds\"[%d]: %v is not a probability strictly between 0 and 1", i, t)
+			}
+		}
+	case HeadRegression:
+		if nLabels >= 0 && nLabels != 1 {
+			return fmt.Errorf("field \"head\": a regression head has one column, %s has %d", HeadClsW, nLabels)
+		}
+	default:
+		return fmt.Errorf("field \"head\": unknown head kind %q (want %s, %s or %s)", g.Head, HeadMulticlass, HeadMultilabel, HeadRegression)
+	}
+	if len(g.Thresholds) > 0 && g.HeadKind() != HeadMultilabel {
+		return fmt.Errorf("field \"thresholds\": only a %s head has thresholds (head is %s)", HeadMultilabel, g.HeadKind())
 	}
 	return nil
 }

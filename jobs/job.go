@@ -228,8 +228,10 @@ func (j *Job) Normalize() error {
 	}
 	seen = map[string]bool{}
 	reserved := map[string]bool{}
-	for _, f := range OutputSchema(j.Task, nil).Fields() {
-		reserved[f.Name] = true
+	for _, head := range []string{HeadMulticlass, HeadMultilabel, HeadRegression} {
+		for _, f := range OutputSchema(j.Task, head, nil).Fields() {
+			reserved[f.Name] = true
+		}
 	}
 	for _, k := range j.Keep {
 		field, col := SplitKeep(k)

@@ -40,12 +40,14 @@ func TestParseNormalize(t *testing.T) {
 			if got, want := strings.Join(j.KeepColumns(), ","), "gold,url,a_b,link"; got != want {
 				t.Errorf("columns %q, want %q", got, want)
 			}
-			s := SchemaFor(j, []string{"ham", "spam"})
+			s := SchemaFor(j, []string{"ham", "spam"}, "")
 			if f := s.Field(s.NumFields() - 4); f.Name != "gold" || !f.Nullable {
 				t.Errorf("first keep column %+v, want nullable gold", f)
 			}
 		}},
 		{name: "keep alias collides with task column", yaml: "keep: [gold:label]\n", wantErr: `column "label" collides`},
+		{name: "keep collides with multilabel column", yaml: "keep: [tags:labels]\n", wantErr: `column "labels" collides`},
+		{name: "keep collides with regression column", yaml: "keep: [value]\n", wantErr: `column "value" collides`},
 		{name: "keep alias collides with common column", yaml: "task: embed\nkeep: [url:id]\n", wantErr: `column "id" collides`},
 		{name: "keep alias collides with kept column", yaml: "keep: [url, link:url]\n", wantErr: `column "url" listed twice`},
 		{name: "keep duplicate aliases", yaml: "keep: [a:gold, b:gold]\n", wantErr: `column "gold" listed twice`},
@@ -309,7 +311,7 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		if j.Normalize() == nil {
-			_ = SchemaFor(j, j.Labels)
+			_ = SchemaFor(j, j.Labels, "")
 			_ = j.Fingerprint()
 		}
 	})

@@ -20,6 +20,8 @@ const (
 	ColLabel        = "label"          // classify: most probable label
 	ColScore        = "score"          // classify: its probability
 	ColProbs        = "probs"          // classify: probabilities in label order (schema metadata onecore.labels)
+	ColLabels       = "labels"         // classify, multilabel head: every label whose probability reaches its threshold
+	ColValue        = "value"          // classify, regression head: the predicted value
 	ColMeanLogprob  = "mean_logprob"   // score: mean natural-log probability per predicted token
 	ColPerplexity   = "perplexity"     // score: exp(−mean_logprob)
 	ColBitsPerByte  = "bits_per_byte"  // score: −Σ log2 p(token) / UTF-8 bytes of the text the scored tokens cover
@@ -30,15 +32,25 @@ const (
 	ColAnswerEnd    = "answer_end"     // extract: character offset just past the answer (answer = text[start:end])
 	ColEmbedding    = "embedding"      // embed: mean-pooled final hidden state
 	MetaLabels      = "onecore.labels"
+	MetaHead        = "onecore.head"
 	MetaTask        = "onecore.task"
 	MetaFingerprint = "onecore.job"
 )
 
+// Classifier head kinds, as generation.json's "head" names them: they decide
+// the classify columns.
+const (
+	HeadMulticlass = "multiclass" // label, score, probs (softmax)
+	HeadMultilabel = "multilabel" // labels, probs (a sigmoid per label)
+	HeadRegression = "regression" // value
+)
+
 // OutputSchema is the fixed Arrow schema of a task's output rows: the common
-// columns, the task's columns, then one nullable utf8 column per name in keep
+// columns, the task's columns (for classify, those of the head kind; ""
+// means HeadMulticlass), then one nullable utf8 column per name in keep
 // (the --keep output columns: see Job.KeepColumns; strings are copied as
 // they are, other JSON values as their JSON text).
-func OutputSchema(task Task, keep []string) *arrow.Schema {
+func OutputSchema(task Task, head string, keep []string) *arrow.Schema {
 	fields := []arrow.Field{
 		{Name: ColID, Type: arrow.BinaryTypes.String},
 		{Name: ColFile, Type: arrow.BinaryTypes.String},
@@ -48,11 +60,21 @@ func OutputSchema(task Task, keep []string) *arrow.Schema {
 	}
 	switch task {
 	case TaskClassify:
-		fields = append(fields,
-			arrow.Field{Name: ColLabel, Type: arrow.BinaryTypes.String},
-			arrow.Field{Name: ColScore, Type: arrow.PrimitiveTypes.Float32},
-			arrow.Field{Name: ColProbs, Type: arrow.ListOf(arrow.PrimitiveTypes.Float32)},
-		)
+		switch head {
+		case HeadMultilabel:
+			fields = append(fields,
+				arrow.Field{Name: ColLabels, Type: arrow.ListOf(arrow.BinaryTypes.String)},
+				arrow.Field{Name: ColProbs, Type: arrow.ListOf(arrow.PrimitiveTypes.Float32)},
+			)
+		case HeadRegression:
+			fields = append(fields, arrow.Field{Name: ColValue, Type: arrow.PrimitiveTypes.Float32})
+		default:
+			fields = append(fields,
+				arrow.Field{Name: ColLabel, Type: arrow.BinaryTypes.String},
+				arrow.Field{Name: ColScore, Type: arrow.PrimitiveTypes.Float32},
+				arrow.Field{Name: ColProbs, Type: arrow.ListOf(arrow.PrimitiveTypes.Float32)},
+			)
+		}
 	case TaskScore:
 		fields = append(fields,
 			arrow.Field{Name: ColMeanLogprob, Type: arrow.PrimitiveTypes.Float64},
@@ -79,14 +101,18 @@ func OutputSchema(task Task, keep []string) *arrow.Schema {
 }
 
 // SchemaFor is OutputSchema with the job's metadata attached (task, job
-// fingerprint and, for classify, the label order of the probs column).
-func SchemaFor(j *Job, labels []string) *arrow.Schema {
-	s := OutputSchema(j.Task, j.KeepColumns())
+// fingerprint and, for classify, the head kind and the label order of the
+// probs column; a regression head's one label is its target's name).
+func SchemaFor(j *Job, labels []string, head string) *arrow.Schema {
+	if head == "" {
+		head = HeadMulticlass
+	}
+	s := OutputSchema(j.Task, head, j.KeepColumns())
 	keys := []string{MetaTask, MetaFingerprint}
 	vals := []string{string(j.Task), j.Fingerprint()}
 	if j.Task == TaskClassify {
-		keys = append(keys, MetaLabels)
-		vals = append(vals, encodeLabels(labels))
+		keys = append(keys, MetaLabels, MetaHead)
+		vals = append(vals, encodeLabels(labels), head)
 	}
 	md := arrow.NewMetadata(keys, vals)
 	return arrow.NewSchema(s.Fields(), &md)

@@ -165,6 +165,12 @@ func (e *EngineModel) Labels() []string {
 	return l
 }
 
+// ClassHead implements Model. The kind strings of generation.json are the
+// jobs package's head kinds.
+func (e *EngineModel) ClassHead() (string, []float32) {
+	return e.Gen.HeadKind(), e.Gen.Thresholds
+}
+
 // Template implements Model.
 func (e *EngineModel) Template(task string) string { return e.Gen.Templates[task] }
 

@@ -311,6 +311,12 @@ func (r *runner) appendRow(b *array.RecordBuilder, it *item) {
 			fb.(*array.Float32Builder).Append(it.res.score)
 		case jobs.ColProbs:
 			appendList(fb.(*array.ListBuilder), it.res.probs)
+		case jobs.ColLabels:
+			lb := fb.(*array.ListBuilder)
+			lb.Append(true)
+			lb.ValueBuilder().(*array.StringBuilder).AppendValues(it.res.labels, nil)
+		case jobs.ColValue:
+			fb.(*array.Float32Builder).Append(it.res.value)
 		case jobs.ColMeanLogprob:
 			fb.(*array.Float64Builder).Append(it.res.meanLogp)
 		case jobs.ColPerplexity:

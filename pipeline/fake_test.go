@@ -16,6 +16,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/onecore-dev/onecore/jobs"
 )
 
 // memSource serves shards from memory: each row is a Doc, a *RowError or,
@@ -112,6 +114,10 @@ func (byteTok) Decode(ids []int32) string {
 // split gives identical results.
 type fakeModel struct {
 	labels  []string
+	// head and thresholds make the fake's head multilabel or regression
+	// ("" is multiclass).
+	head       string
+	thresholds []float32
 	workers atomic.Int64
 	calls   atomic.Int64
 	failAt  int64 // Forward call number that fails (0: never)
@@ -124,6 +130,12 @@ func (m *fakeModel) NewWorker() (Worker, error) {
 }
 func (m *fakeModel) Labels() []string  { return m.labels }
 func (m *fakeModel) HasSpanHead() bool { return false }
+func (m *fakeModel) ClassHead() (string, []float32) {
+	if m.head == "" {
+		return jobs.HeadMulticlass, nil
+	}
+	return m.head, m.thresholds
+}
 
 // Template gives task extract the default template, as a generation-tuned
 // checkpoint records its prompt (an extract task refuses a classifier

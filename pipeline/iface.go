@@ -147,6 +147,9 @@ type Model interface {
 	NewWorker() (Worker, error)
 	// Labels are the classifier's labels in head column order (nil: no head).
 	Labels() []string
+	// ClassHead is how the classifier head is read: jobs.HeadMulticlass,
+	// HeadMultilabel (with one threshold per label) or HeadRegression.
+	ClassHead() (kind string, thresholds []float32)
 	// Template is the checkpoint's prompt template for a task ("" if none).
 	Template(task string) string
 	// StopIDs end a generated answer.

@@ -125,7 +125,11 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 			cfg.Log.Warn(msg)
 		}
 	}
-	schema := jobs.SchemaFor(cfg.Job, labels)
+	head := ""
+	if h, ok := tk.(interface{ headKind() string }); ok {
+		head = h.headKind()
+	}
+	schema := jobs.SchemaFor(cfg.Job, labels, head)
 	manifest := jobs.Manifest{Job: cfg.Job, ModelPath: cfg.ModelPath, ModelID: cfg.ModelID}
 	for _, f := range schema.Fields() {
 		manifest.Columns = append(manifest.Columns, f.Name+":"+f.Type.String())

@@ -27,6 +27,10 @@ type result struct {
 	answerStart, answerEnd int64
 	spanOK                 bool
 	embedding              []float32
+	// labels are a multi-label head's labels at or above their thresholds;
+	// value is a regression head's output.
+	labels []string
+	value  float32
 }
 
 // task turns prepared documents into results on an engine worker.
@@ -131,14 +135,22 @@ func (embedTask) run(w Worker, _ Tokenizer, pack []*item) error {
 
 // classifyTask classifies with the checkpoint's head (over the raw
 // document) or, by labels, scores each label's tokens after the prompt:
-// p(label) ∝ exp(Σ log p(label tokens | prompt)).
+// p(label) ∝ exp(Σ log p(label tokens | prompt)). The head's kind decides
+// how its logits are read: a softmax (multiclass), a sigmoid per label
+// against that label's threshold (multilabel), or the value itself
+// (regression).
 type classifyTask struct {
-	labels   []string
-	byHead   bool
-	before   []int32 // prompt tokens before the document (labels mode)
-	after    []int32 // prompt tokens after it
-	labelIDs [][]int32
+	labels     []string
+	byHead     bool
+	kind       string    // jobs.HeadMulticlass, HeadMultilabel or HeadRegression
+	thresholds []float32 // multilabel: one per label
+	before     []int32   // prompt tokens before the document (labels mode)
+	after      []int32   // prompt tokens after it
+	labelIDs   [][]int32
 }
+
+// headKind is the kind of head the output columns are for.
+func (t *classifyTask) headKind() string { return t.kind }
 
 func newClassify(j *jobs.Job, m Model, tok Tokenizer) (task, []string, error) {
 	head := m.Labels()
@@ -156,12 +168,22 @@ func newClassify(j *jobs.Job, m Model, tok Tokenizer) (task, []string, error) {
 		useHead = len(head) > 0 && (len(j.Labels) == 0 || slices.Equal(j.Labels, head))
 	}
 	if useHead {
-		return &classifyTask{labels: head, byHead: true}, head, nil
+		kind, thresholds := m.ClassHead()
+		switch kind {
+		case jobs.HeadMulticlass, jobs.HeadRegression:
+		case jobs.HeadMultilabel:
+			if len(thresholds) != len(head) {
+				return nil, nil, fmt.Errorf("classify: multilabel head with %d thresholds for %d labels", len(thresholds), len(head))
+			}
+		default:
+			return nil, nil, fmt.Errorf("classify: unknown head kind %q", kind)
+		}
+		return &classifyTask{labels: head, byHead: true, kind: kind, thresholds: thresholds}, head, nil
 	}
 	if len(j.Labels) == 0 {
 		return nil, nil, errors.New("classify: the model has no classifier head; give labels (--labels or labels: in the job) to classify by scoring label strings")
 	}
-	t := &classifyTask{labels: j.Labels}
+	t := &classifyTask{labels: j.Labels, kind: jobs.HeadMulticlass}
 	before, after, err := jobs.SplitTemplate(template(j, m, "{text}\nLabel:"), "")
 	if err != nil {
 		return nil, nil, err
@@ -226,8 +248,26 @@ func (t *classifyTask) run(w Worker, _ Tokenizer, pack []*item) error {
 	return nil
 }
 
-// finish turns label logits into probabilities, label and score.
+// finish turns head logits into the result: probabilities, label and score
+// (multiclass); probabilities and the labels at or above their thresholds
+// (multilabel); the value (regression).
 func (t *classifyTask) finish(it *item, logits []float32) {
+	switch t.kind {
+	case jobs.HeadRegression:
+		it.res.value = logits[0]
+		return
+	case jobs.HeadMultilabel:
+		p := make([]float32, len(logits))
+		it.res.labels = []string{}
+		for i, z := range logits {
+			p[i] = sigmoid(z)
+			if p[i] >= t.thresholds[i] {
+				it.res.labels = append(it.res.labels, t.labels[i])
+			}
+		}
+		it.res.probs = p
+		return
+	}
 	p := softmax(logits)
 	best := 0
 	for i := range p {
@@ -237,6 +277,10 @@ func (t *classifyTask) finish(it *item, logits []float32) {
 	}
 	it.res.probs, it.res.label, it.res.score = p, t.labels[best], p[best]
 }
+
+// sigmoid is 1/(1+e^−z), computed in float64 so large |z| saturates
+// cleanly instead of overflowing.
+func sigmoid(z float32) float32 { return float32(1 / (1 + math.Exp(-float64(z)))) }
 
 func softmax(x []float32) []float32 {
 	m := float32(math.Inf(-1))
