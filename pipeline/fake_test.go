@@ -113,15 +113,15 @@ func (byteTok) Decode(ids []int32) string {
 // document's own tokens (as the real engine must), so any packing or worker
 // split gives identical results.
 type fakeModel struct {
-	labels  []string
+	labels []string
 	// head and thresholds make the fake's head multilabel or regression
 	// ("" is multiclass).
 	head       string
 	thresholds []float32
-	workers atomic.Int64
-	calls   atomic.Int64
-	failAt  int64 // Forward call number that fails (0: never)
-	delay   time.Duration
+	workers    atomic.Int64
+	calls      atomic.Int64
+	failAt     int64 // Forward call number that fails (0: never)
+	delay      time.Duration
 }
 
 func (m *fakeModel) NewWorker() (Worker, error) {
