@@ -11,8 +11,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync/atomic"
+
+	"github.com/onecore-dev/onecore/engine"
 )
 
 // ClassifyOptions configures classifier-head training.
@@ -20,8 +25,13 @@ type ClassifyOptions struct {
 	From, Out             string
 	Data                  []string
 	TextField, LabelField string
-	Tokenizer             Tokenizer
-	TokenizerPath         string
+	// Head is the kind of head: engine.HeadMulticlass ("" too: one label
+	// per document, softmax), HeadMultilabel (a JSON array of labels per
+	// document, a sigmoid per label, thresholds tuned on the held-out
+	// split) or HeadRegression (a number per document, squared error).
+	Head          string
+	Tokenizer     Tokenizer
+	TokenizerPath string
 
 	MaxTokens   int // documents are <bos> + their first MaxTokens−1 tokens (as the pipeline feeds them)
 	ValPermille int
@@ -54,21 +64,42 @@ type ClassifyOptions struct {
 
 // fingerprint covers the options a resumed run must share with the original.
 func (o *ClassifyOptions) fingerprint() string {
-	b, _ := json.Marshal([]any{o.From, o.Data, o.TextField, o.LabelField, o.MaxTokens, o.ValPermille, o.HeadEpochs, o.HeadLR, o.Finetune, o.Epochs, o.LR, o.BatchTokens, o.WeightDecay, o.Seed})
+	v := []any{o.From, o.Data, o.TextField, o.LabelField, o.MaxTokens, o.ValPermille, o.HeadEpochs, o.HeadLR, o.Finetune, o.Epochs, o.LR, o.BatchTokens, o.WeightDecay, o.Seed}
+	if k := o.headKind(); k != engine.HeadMulticlass {
+		v = append(v, k) // multiclass runs keep the fingerprint they had before heads had kinds
+	}
+	b, _ := json.Marshal(v)
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:8])
 }
 
-// ClassifyReport is the held-out evaluation of a trained head.
+func (o *ClassifyOptions) headKind() string {
+	if o.Head == "" {
+		return engine.HeadMulticlass
+	}
+	return o.Head
+}
+
+// ClassifyReport is the held-out evaluation of a trained head. Accuracy is
+// the share of documents whose label (multiclass) or whole label set
+// (multilabel) is right; MicroF1, MacroF1 and PerLabelF1 are over labels.
+// A regression head reports MAE, RMSE and Pearson's r in target units.
 type ClassifyReport struct {
+	Head              string
 	Accuracy, MacroF1 float64
+	MicroF1           float64
 	PerLabelF1        []float64
-	N                 int
+	// Thresholds are a multilabel head's per-label thresholds, tuned on
+	// the held-out split (so its F1 there is an optimistic estimate).
+	Thresholds         []float32
+	MAE, RMSE, Pearson float64
+	N                  int
 }
 
 type labeledDoc struct {
 	ids   []int32
-	label int
+	label int       // multiclass: the label's index
+	y     []float32 // multilabel: 1/0 per label; regression: the standardized target
 }
 
 // Classify trains head.cls (logits = mean over the document's positions of
@@ -84,28 +115,57 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	kind := o.headKind()
 	type rec struct {
 		text, label string
+		tags        []string // multilabel
+		value       float64  // regression
 	}
 	var recs []rec
 	labelSet := map[string]bool{}
 	rejects, err := readRecords(o.Data, []string{o.TextField, o.LabelField}, func(vals []string) error {
-		t, l := vals[0], vals[1]
-		recs = append(recs, rec{t, l})
-		labelSet[l] = true
+		r := rec{text: vals[0], label: vals[1]}
+		switch kind {
+		case engine.HeadMulticlass:
+			labelSet[r.label] = true
+		case engine.HeadMultilabel:
+			tags, err := parseLabelSet(r.label)
+			if err != nil {
+				return fmt.Errorf("field %q: %w", o.LabelField, err)
+			}
+			for _, t := range tags {
+				labelSet[t] = true
+			}
+			r.tags = tags
+		case engine.HeadRegression:
+			v, err := strconv.ParseFloat(strings.TrimSpace(r.label), 64)
+			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("field %q: %q is not a finite number (a regression head needs one per document)", o.LabelField, r.label)
+			}
+			r.value = v
+		default:
+			return fmt.Errorf("unknown head kind %q (want %s, %s or %s)", kind, engine.HeadMulticlass, engine.HeadMultilabel, engine.HeadRegression)
+		}
+		recs = append(recs, r)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	if len(labelSet) < 2 {
+	switch {
+	case kind == engine.HeadMulticlass && len(labelSet) < 2:
 		return nil, fmt.Errorf("data %v: need at least 2 distinct values of %q, found %d", o.Data, o.LabelField, len(labelSet))
+	case kind == engine.HeadMultilabel && len(labelSet) < 1:
+		return nil, fmt.Errorf("data %v: no labels in %q (every label set is empty)", o.Data, o.LabelField)
 	}
 	labels := make([]string, 0, len(labelSet))
 	for l := range labelSet {
 		labels = append(labels, l)
 	}
 	sort.Strings(labels)
+	if kind == engine.HeadRegression {
+		labels = []string{o.LabelField}
+	}
 	index := map[string]int{}
 	for i, l := range labels {
 		index[l] = i
@@ -127,7 +187,16 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 				return nil, fmt.Errorf("token id %d out of the model's vocabulary (%d)", id, c.VocabSize)
 			}
 		}
-		d := labeledDoc{append([]int32{bosID}, ids...), index[r.label]}
+		d := labeledDoc{ids: append([]int32{bosID}, ids...), label: index[r.label]}
+		switch kind {
+		case engine.HeadMultilabel:
+			d.y = make([]float32, L)
+			for _, t := range r.tags {
+				d.y[index[t]] = 1
+			}
+		case engine.HeadRegression:
+			d.y = []float32{float32(r.value)} // standardized below
+		}
 		if held[i] {
 			valDocs = append(valDocs, d)
 		} else {
@@ -137,7 +206,17 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 	if len(trainDocs) == 0 || len(valDocs) == 0 {
 		return nil, fmt.Errorf("data: %d training and %d held-out documents; need both (adjust --val-permille)", len(trainDocs), len(valDocs))
 	}
-	log.Info("classify data", "rejected_rows", rejects, "labels", L, "train_docs", len(trainDocs), "val_docs", len(valDocs))
+	log.Info("classify data", "head", kind, "rejected_rows", rejects, "labels", L, "train_docs", len(trainDocs), "val_docs", len(valDocs))
+	// a regression head learns the standardized target (every target the
+	// same scale for the optimizer); the saved head is mapped back to
+	// target units (exportHead)
+	var tgt affine
+	if kind == engine.HeadRegression {
+		if tgt, err = standardize(trainDocs, valDocs); err != nil {
+			return nil, fmt.Errorf("data %v: field %q: %w", o.Data, o.LabelField, err)
+		}
+		log.Info("regression target", "mean", fmt.Sprintf("%.4g", tgt.shift), "std", fmt.Sprintf("%.4g", tgt.scale))
+	}
 
 	p := NewParams[float32](ParamSpecs(c, L))
 	for _, s := range ParamSpecs(c, 0) {
@@ -157,6 +236,10 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 	dp := newDataParallel(c, p, workers, 0, log)
 	defer dp.close()
 	gen.Labels = labels
+	gen.Head, gen.Thresholds = "", nil
+	if kind != engine.HeadMulticlass {
+		gen.Head = kind
+	}
 
 	// feats computes every document's mean final-norm output, packs of
 	// documents (up to 8192 tokens) spread over the workers.
@@ -224,13 +307,21 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 		if err != nil {
 			return nil, err
 		}
-		trainHead(p, trF, trainDocs, L, o.HeadEpochs, o.HeadLR, o.WeightDecay)
-		rep = evalHead(p, vaF, valDocs, L)
-		log.Info("head (frozen body)", "accuracy", fmt.Sprintf("%.4f", rep.Accuracy), "macro_f1", fmt.Sprintf("%.4f", rep.MacroF1), "val_docs", rep.N)
+		trainHead(kind, p, trF, trainDocs, L, o.HeadEpochs, o.HeadLR, o.WeightDecay)
+		rep = evalHead(kind, p, vaF, valDocs, L, tgt)
+		logReport(log, "head (frozen body)", rep)
 		opt = NewAdamW(p, o.WeightDecay)
 	}
 	save := func() error {
-		if err := SaveCheckpoint(o.Out, c, p, gen, o.TokenizerPath); err != nil {
+		if rep != nil && kind == engine.HeadMultilabel {
+			gen.Thresholds = rep.Thresholds
+		}
+		if gen.Head == engine.HeadMultilabel && len(gen.Thresholds) != L {
+			// resumed before any evaluation: the thresholds of the head
+			// fit are recomputed at the end; meanwhile every label at 0.5
+			gen.Thresholds = slices.Repeat([]float32{0.5}, L)
+		}
+		if err := SaveCheckpoint(o.Out, c, exportHead(kind, p, tgt), gen, o.TokenizerPath); err != nil {
 			return err
 		}
 		return saveTrainState(o.Out, p, opt, st)
@@ -286,7 +377,7 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 					ids = append(ids, d.ids...)
 				}
 				hf := w.m.Forward(ids, 0)
-				l, dhf := headLoss(w.p, hf, docs, L, len(batch))
+				l, dhf := headLoss(kind, w.p, hf, docs, L, len(batch))
 				w.m.Backward(dhf)
 				w.touch(ids)
 				mbLoss[k] = l
@@ -331,17 +422,23 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 		if err != nil {
 			return nil, err
 		}
-		rep = evalHead(p, vaF, valDocs, L)
-		log.Info("head (fine-tuned body)", "accuracy", fmt.Sprintf("%.4f", rep.Accuracy), "macro_f1", fmt.Sprintf("%.4f", rep.MacroF1), "val_docs", rep.N)
+		rep = evalHead(kind, p, vaF, valDocs, L, tgt)
+		logReport(log, "head (fine-tuned body)", rep)
 	} else if rep == nil {
 		vaF, err := feats(valDocs)
 		if err != nil {
 			return nil, err
 		}
-		rep = evalHead(p, vaF, valDocs, L)
+		rep = evalHead(kind, p, vaF, valDocs, L, tgt)
 	}
-	for i, l := range labels {
-		log.Info("label", "label", l, "f1", fmt.Sprintf("%.4f", rep.PerLabelF1[i]))
+	if kind != engine.HeadRegression {
+		for i, l := range labels {
+			args := []any{"label", l, "f1", fmt.Sprintf("%.4f", rep.PerLabelF1[i])}
+			if kind == engine.HeadMultilabel {
+				args = append(args, "threshold", fmt.Sprintf("%.3f", rep.Thresholds[i]))
+			}
+			log.Info("label", args...)
+		}
 	}
 	if err := save(); err != nil {
 		return nil, err
@@ -395,7 +492,7 @@ func softmaxCE(logits []float64, y int) float64 {
 }
 
 // trainHead fits head.cls on fixed features with full-batch AdamW.
-func trainHead(p *Params[float32], feats []float32, docs []labeledDoc, L, epochs int, lr, wd float64) {
+func trainHead(kind string, p *Params[float32], feats []float32, docs []labeledDoc, L, epochs int, lr, wd float64) {
 	D := len(feats) / len(docs)
 	w, b := p.W("head.cls.w"), p.W("head.cls.b")
 	clear(w)
@@ -412,7 +509,7 @@ func trainHead(p *Params[float32], feats []float32, docs []labeledDoc, L, epochs
 		for k, d := range docs {
 			f := feats[k*D : (k+1)*D]
 			headLogits(w, b, f, L, logits)
-			softmaxCE(logits, d.label)
+			headGrad(kind, logits, d)
 			for j, g := range logits {
 				gb[j] += float32(g * inv)
 			}
@@ -432,7 +529,7 @@ func trainHead(p *Params[float32], feats []float32, docs []labeledDoc, L, epochs
 // gradient with respect to every position's final-norm output; head
 // gradients go to p.Grad. With norm > 0 the mean is over norm documents
 // (the batch is one micro-batch of a larger one).
-func headLoss[T Float](p *Params[T], hf []T, batch []labeledDoc, L, norm int) (float64, []T) {
+func headLoss[T Float](kind string, p *Params[T], hf []T, batch []labeledDoc, L, norm int) (float64, []T) {
 	D := len(hf) / lenIDs(batch)
 	w, b := p.W("head.cls.w"), p.W("head.cls.b")
 	gw, gb := p.G("head.cls.w"), p.G("head.cls.b")
@@ -449,7 +546,7 @@ func headLoss[T Float](p *Params[T], hf []T, batch []labeledDoc, L, norm int) (f
 		n := len(d.ids)
 		meanRows(hf[off*D:(off+n)*D], D, feat)
 		headLogits(w, b, feat, L, logits)
-		loss += softmaxCE(logits, d.label) * inv
+		loss += headGrad(kind, logits, d) * inv
 		dfeat := make([]float64, D)
 		for j, g := range logits {
 			g *= inv
@@ -477,8 +574,17 @@ func lenIDs(docs []labeledDoc) int {
 	return n
 }
 
-// evalHead computes accuracy and macro-F1 of head.cls on features.
-func evalHead(p *Params[float32], feats []float32, docs []labeledDoc, L int) *ClassifyReport {
+// evalHead evaluates head.cls on features: accuracy and macro-F1
+// (multiclass); thresholds tuned per label, then set accuracy, micro- and
+// macro-F1 (multilabel); MAE, RMSE and Pearson's r in target units
+// (regression, tgt maps the standardized output back).
+func evalHead(kind string, p *Params[float32], feats []float32, docs []labeledDoc, L int, tgt affine) *ClassifyReport {
+	switch kind {
+	case engine.HeadMultilabel:
+		return evalMultilabel(p, feats, docs, L)
+	case engine.HeadRegression:
+		return evalRegression(p, feats, docs, tgt)
+	}
 	D := len(feats) / len(docs)
 	w, b := p.W("head.cls.w"), p.W("head.cls.b")
 	tp, fp, fn := make([]int, L), make([]int, L), make([]int, L)
@@ -500,7 +606,7 @@ func evalHead(p *Params[float32], feats []float32, docs []labeledDoc, L int) *Cl
 			fn[d.label]++
 		}
 	}
-	r := &ClassifyReport{Accuracy: float64(correct) / float64(len(docs)), N: len(docs), PerLabelF1: make([]float64, L)}
+	r := &ClassifyReport{Head: kind, Accuracy: float64(correct) / float64(len(docs)), N: len(docs), PerLabelF1: make([]float64, L)}
 	for j := 0; j < L; j++ {
 		if 2*tp[j]+fp[j]+fn[j] > 0 {
 			r.PerLabelF1[j] = 2 * float64(tp[j]) / float64(2*tp[j]+fp[j]+fn[j])

@@ -131,30 +131,49 @@ func TestGradFiniteDifferences(t *testing.T) {
 	}
 }
 
+// TestGradClassifierHead: the head loss's gradient, through the body, for
+// every head kind (multiclass softmax, multilabel sigmoids, regression).
 func TestGradClassifierHead(t *testing.T) {
-	c := tinyConfig(true)
-	p := randomParams64L(c, 3, 3)
-	rng := rand.New(rand.NewPCG(3, 3))
-	for _, name := range []string{"head.cls.w", "head.cls.b"} {
-		for i := range p.W(name) {
-			p.W(name)[i] = rng.NormFloat64()
-		}
+	for _, tc := range []struct {
+		kind string
+		L    int
+		ys   [][]float32
+	}{
+		{"multiclass", 3, nil},
+		{"multilabel", 3, [][]float32{{1, 0, 1}, {0, 0, 0}, {0, 1, 0}}},
+		{"regression", 1, [][]float32{{0.7}, {-1.3}, {0.2}}},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			c := tinyConfig(true)
+			p := randomParams64L(c, 3, tc.L)
+			rng := rand.New(rand.NewPCG(3, 3))
+			for _, name := range []string{"head.cls.w", "head.cls.b"} {
+				for i := range p.W(name) {
+					p.W(name)[i] = rng.NormFloat64()
+				}
+			}
+			m := NewModel(c, p)
+			m.AuxCoef = 0
+			batch := []labeledDoc{{ids: []int32{1, 5, 6, 7}, label: 0}, {ids: []int32{1, 9}, label: 2}, {ids: []int32{1, 4, 4, 4, 8, 3}, label: 1}}
+			for i := range batch {
+				if tc.ys != nil {
+					batch[i].y = tc.ys[i]
+				}
+			}
+			var ids []int32
+			for _, d := range batch {
+				ids = append(ids, d.ids...)
+			}
+			checkGrads(t, p, func(grad bool) float64 {
+				hf := m.Forward(ids, 0)
+				l, dhf := headLoss(tc.kind, p, hf, batch, tc.L, 0)
+				if grad {
+					m.Backward(dhf)
+				}
+				return l
+			})
+		})
 	}
-	m := NewModel(c, p)
-	m.AuxCoef = 0
-	batch := []labeledDoc{{[]int32{1, 5, 6, 7}, 0}, {[]int32{1, 9}, 2}, {[]int32{1, 4, 4, 4, 8, 3}, 1}}
-	var ids []int32
-	for _, d := range batch {
-		ids = append(ids, d.ids...)
-	}
-	checkGrads(t, p, func(grad bool) float64 {
-		hf := m.Forward(ids, 0)
-		l, dhf := headLoss(p, hf, batch, 3, 0)
-		if grad {
-			m.Backward(dhf)
-		}
-		return l
-	})
 }
 
 // The float32 training path (bf16 GEMM operands through amx, SIMD vector

@@ -79,7 +79,10 @@ func readRecords(paths []string, fields []string, fn func(vals []string) error) 
 				}
 				vals = append(vals, v.S)
 			}
-			return fn(vals)
+			if err := fn(vals); err != nil {
+				return fmt.Errorf("data %s: row %d: %w", sh.Path, row, err)
+			}
+			return nil
 		})
 		rejects += n
 		if err != nil {

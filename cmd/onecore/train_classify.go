@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/onecore-dev/onecore/engine"
 	"github.com/onecore-dev/onecore/train"
 )
 
@@ -29,6 +30,14 @@ Documents are fed as the pipeline feeds them: <bos> plus their first
 (strings; numbers and booleans as their JSON text), sorted, and stored in
 generation.json in head column order.
 
+--head multilabel reads a JSON array of labels per record (a plain string
+is a set of one, [] none) and trains a sigmoid per label; each label's
+threshold is tuned for F1 on the held-out split and stored in
+generation.json; classify then writes labels (those at or above their
+thresholds) and probs. --head regression reads a number per record, trains
+on the standardized target and saves a head that outputs target units;
+classify then writes value.
+
 First the head is fitted on frozen features (a linear probe); with
 --finetune the body and head are then trained together. A held-out split
 (--val-permille, chosen by a hash of the text) reports accuracy, macro-F1
@@ -46,6 +55,11 @@ stop, even SIGKILL, the same command with --resume continues bit for bit
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if from == "" || len(data) == 0 || out == "" || o.LabelField == "" {
 				return usageError{errors.New("--from, --data, --label-field and --out are required")}
+			}
+			switch o.Head {
+			case engine.HeadMulticlass, engine.HeadMultilabel, engine.HeadRegression:
+			default:
+				return usageError{fmt.Errorf("--head %q: want multiclass, multilabel or regression", o.Head)}
 			}
 			from, err := resolveFrom(from)
 			if err != nil {
@@ -73,7 +87,7 @@ stop, even SIGKILL, the same command with --resume continues bit for bit
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "held-out: accuracy %.4f  macro-F1 %.4f  (%d documents)\n", rep.Accuracy, rep.MacroF1, rep.N)
+			fmt.Fprintln(cmd.OutOrStdout(), rep)
 			return nil
 		},
 	}
@@ -82,7 +96,8 @@ stop, even SIGKILL, the same command with --resume continues bit for bit
 	f.StringArrayVar(&data, "data", nil, "JSONL file(s) of labeled documents (.gz/.zst allowed; repeatable)")
 	f.StringVar(&out, "out", "", "output checkpoint directory")
 	f.StringVar(&o.TextField, "text-field", "text", "record field holding the document text")
-	f.StringVar(&o.LabelField, "label-field", "", "record field holding the label")
+	f.StringVar(&o.LabelField, "label-field", "", "record field holding the label (multilabel: a JSON array of labels; regression: a number)")
+	f.StringVar(&o.Head, "head", "multiclass", "head kind: multiclass (one label, softmax), multilabel (any labels, a sigmoid and threshold per label) or regression (a number)")
 	f.IntVar(&o.MaxTokens, "max-tokens", 512, "tokens per document, <bos> included (longer ones are truncated)")
 	f.IntVar(&o.ValPermille, "val-permille", 100, "held-out documents per thousand")
 	f.IntVar(&o.HeadEpochs, "head-steps", 300, "full-batch steps fitting the head on frozen features")
