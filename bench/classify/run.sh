@@ -14,6 +14,8 @@
 #
 # Usage: bench/classify/run.sh [TASKS]     (default: all five)
 #   WORK=/tmp/onecore-classify  CPU=1  AUTOTUNE=60  BASE=  MODELS=  MAX_TOKENS=256
+#   TRAIN_CPUS=$CPU (cores for `train classify`: its weights do not depend on
+#   --workers, so training on more cores changes only how long it takes)
 # Needs: fasttext (apt-get install fasttext), /usr/bin/python3; the datasets
 # come from bench/classify/prep.py (run here when missing).
 set -euo pipefail
@@ -75,9 +77,11 @@ PY
   for m in ${MODELS:-}; do [[ ${m%%=*} == "$task" ]] && model=${m#*=}; done
   if [[ -z $model && -n ${BASE:-} ]]; then
     model=$w/onecore-cls
-    [[ -f $model/model.safetensors ]] || taskset -c "$cpu" "$onecore" train classify --from "$BASE" \
+    train_cpus=${TRAIN_CPUS:-$cpu}
+    n_train_cpus=$(taskset -c "$train_cpus" nproc)
+    [[ -f $model/model.safetensors ]] || taskset -c "$train_cpus" "$onecore" train classify --from "$BASE" \
       --data "$d/train.jsonl" --label-field label --out "$model" --finetune --max-tokens "${MAX_TOKENS:-256}" \
-      --workers 1 >"$w/onecore-train.log" 2>&1
+      --workers "$n_train_cpus" >"$w/onecore-train.log" 2>&1
   fi
   if [[ -n $model ]]; then
     rm -rf "$w/onecore.jsonl"
