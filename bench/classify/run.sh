@@ -4,19 +4,24 @@
 #   fastText 0.9.2 (Debian `fasttext`): defaults; the text-classification
 #     tutorial's setting (-epoch 25 -wordNgrams 2 -lr 1.0); and
 #     -autotune-validation on a 10 % slice of the training split (by hash),
-#     -autotune-duration AUTOTUNE seconds;
+#     -autotune-duration AUTOTUNE seconds (0: skipped), killed past
+#     AUTOTUNE_LIMIT seconds (default 3 × AUTOTUNE + 600);
 #   onecore: `train classify --finetune` from BASE (a pretrained checkpoint)
 #     when BASE is set (it costs a training run per task), and any already
-#     trained classifier directories named in MODELS="task=DIR ..." —
+#     trained classifier directories named in MODELS="task=DIR ..."; for
+#     langid also CLD2 (Debian libcld2) and CLD3 (npm cld3-asm), see
+#     langid_detectors.py —
 #   printing accuracy, macro-F1 and docs/s on one pinned core (prediction
 #   only, model loading excluded for fastText; onecore's summary docs/s with
 #   --workers 1) as a table, and results.jsonl in WORK.
 #
 # Usage: bench/classify/run.sh [TASKS]     (default: all five)
 #   WORK=/tmp/onecore-classify  CPU=1  AUTOTUNE=60  BASE=  MODELS=  MAX_TOKENS=256
+#   ONECORE= (a built binary; default: built from this checkout into WORK)
 #   TRAIN_CPUS=$CPU (cores for `train classify`: its weights do not depend on
 #   --workers, so training on more cores changes only how long it takes)
-# Needs: fasttext (apt-get install fasttext), /usr/bin/python3; the datasets
+# Needs: fasttext (apt-get install fasttext), /usr/bin/python3; for langid also
+# g++ with libcld2-dev (apt) and node/npm (cld3-asm is installed into WORK); the datasets
 # come from bench/classify/prep.py (run here when missing).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,12 +30,16 @@ work=${WORK:-/tmp/onecore-classify}
 cpu=${CPU:-1}
 tasks=${1:-spam,sections,fortunes,wordnet,langid}
 command -v fasttext >/dev/null || { echo "fasttext not found: apt-get install fasttext" >&2; exit 1; }
+if [[ ,$tasks, == *,langid,* ]]; then
+  [[ -f /usr/include/cld2/public/compact_lang_det.h ]] || { echo "CLD2 not found: apt-get install libcld2-dev" >&2; exit 1; }
+  command -v npm >/dev/null || { echo "npm not found (cld3-asm): apt-get install npm" >&2; exit 1; }
+fi
 mkdir -p "$work"
 py=/usr/bin/python3
 
 [[ -s $work/data/langid/test.jsonl ]] || $py "$here/prep.py" --out "$work/data"
-onecore=$work/onecore
-(cd "$root" && go build -o "$onecore" ./cmd/onecore)
+onecore=${ONECORE:-$work/onecore}
+[[ -n ${ONECORE:-} ]] || (cd "$root" && go build -o "$onecore" ./cmd/onecore)
 
 : >"$work/results.jsonl"
 record() { # task system accuracy macro_f1 docs_per_s
@@ -60,17 +69,32 @@ PY
   for s in "default|" "tutorial|-epoch 25 -wordNgrams 2 -lr 1.0" "autotune|autotune"; do
     name=${s%%|*} flags=${s#*|}
     if [[ $flags == autotune ]]; then
-      taskset -c "$cpu" fasttext supervised -input "$w/tune_train.txt" -output "$w/ft-$name" -thread 1 \
-        -autotune-validation "$w/tune_valid.txt" -autotune-duration "${AUTOTUNE:-60}" >"$w/ft-$name.log" 2>&1
+      [[ ${AUTOTUNE:-60} == 0 ]] && continue
+      # fastText 0.9.2's autotune can run far past its -autotune-duration
+      # with -thread 1 (seen: 50 min for a 60 s budget on sections, 30 min
+      # for 2 s on 160 documents), so it gets a hard limit and, past it, no
+      # row (and a line saying so) rather than a stuck suite
+      limit=${AUTOTUNE_LIMIT:-$((3 * ${AUTOTUNE:-60} + 600))}
+      if ! timeout -s KILL "$limit" taskset -c "$cpu" fasttext supervised \
+        -input "$w/tune_train.txt" -output "$w/ft-$name" -thread 1 \
+        -autotune-validation "$w/tune_valid.txt" -autotune-duration "${AUTOTUNE:-60}" >"$w/ft-$name.log" 2>&1; then
+        echo "$task: fasttext autotune did not finish within $limit s; no autotune row" >&2
+        continue
+      fi
     else
       # shellcheck disable=SC2086
       taskset -c "$cpu" fasttext supervised -input "$w/train.txt" -output "$w/ft-$name" -thread 1 $flags >"$w/ft-$name.log" 2>&1
     fi
-    head -1 "$w/test.txt" >"$w/one.txt"
-    t0=$(date +%s.%N); taskset -c "$cpu" fasttext predict "$w/ft-$name.bin" "$w/one.txt" >/dev/null; t1=$(date +%s.%N)
-    taskset -c "$cpu" fasttext predict "$w/ft-$name.bin" "$w/test.txt" >"$w/ft-$name.pred"; t2=$(date +%s.%N)
+    taskset -c "$cpu" fasttext predict "$w/ft-$name.bin" "$w/test.txt" >"$w/ft-$name.pred"
     read -r acc f1 < <($py "$here/score.py" "$w/test.txt" "$w/ft-$name.pred")
-    dps=$($py -c "print(round($n_test / max(1e-9, ($t2 - $t1) - ($t1 - $t0)), 1))")
+    # docs/s: the test split repeated to >= 200,000 lines, less the time of
+    # a one-line run (loading the model), so start-up does not dominate
+    head -1 "$w/test.txt" >"$w/one.txt"
+    reps=$(((200000 + n_test - 1) / n_test))
+    for ((i = 0; i < reps; i++)); do cat "$w/test.txt"; done >"$w/timing.txt"
+    t0=$(date +%s.%N); taskset -c "$cpu" fasttext predict "$w/ft-$name.bin" "$w/one.txt" >/dev/null; t1=$(date +%s.%N)
+    taskset -c "$cpu" fasttext predict "$w/ft-$name.bin" "$w/timing.txt" >/dev/null; t2=$(date +%s.%N)
+    dps=$($py -c "print(round($((reps * n_test)) / max(1e-9, ($t2 - $t1) - ($t1 - $t0)), 1))")
     record "$task" "fasttext-$name" "$acc" "$f1" "$dps"
   done
   model=""
@@ -91,6 +115,13 @@ PY
     dps=$($py -c "import json; print(round(json.load(open('$w/onecore-summary.json'))['docs_per_s'], 1))")
     record "$task" "onecore" "$acc" "$f1" "$dps"
   fi
+  if [[ $task == langid ]]; then
+    # the off-the-shelf detectors, and every system on the languages each knows
+    onecore_pred=(); [[ -n $model ]] && onecore_pred=(--onecore "$w/onecore.jsonl")
+    (cd "$here" && $py langid_detectors.py "$d" "$w/detectors" "$cpu" \
+      "fasttext-default=$w/ft-default.pred" "fasttext-tutorial=$w/ft-tutorial.pred" \
+      $([[ -s $w/ft-autotune.pred ]] && echo "fasttext-autotune=$w/ft-autotune.pred") "${onecore_pred[@]}") >>"$work/results.jsonl" 2>"$w/known.txt"
+  fi
 done
 
 $py - "$work/results.jsonl" <<'PY'
@@ -100,3 +131,6 @@ print(f"{'task':10} {'system':20} {'accuracy':>9} {'macro-F1':>9} {'docs/s/core'
 for r in rows:
     print(f"{r['task']:10} {r['system']:20} {100*r['accuracy']:8.2f}% {r['macro_f1']:9.3f} {r['docs_per_s']:12.1f}")
 PY
+if [[ -s $work/langid/known.txt ]]; then
+  echo; echo "langid, test records of the languages each detector knows (accuracy):"; cat "$work/langid/known.txt"
+fi
