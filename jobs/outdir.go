@@ -243,6 +243,10 @@ type Marker struct {
 	Rejected int64  `json:"rejected"`
 	Tokens   int64  `json:"tokens"`
 	BadFile  string `json:"bad_file,omitempty"` // why the file could not be read (to the end)
+	// Worker is the WorkerID of the process that finished the shard, for
+	// outputs claimed by leases (the who-did-what of elastic workers, which
+	// survives a worker killed before it could write its own record).
+	Worker   string `json:"worker,omitempty"`
 	Finished string `json:"finished"`
 }
 

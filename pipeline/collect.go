@@ -234,6 +234,9 @@ func (r *runner) maybeFinish(sr *shardRun) error {
 	if sr.fileErr != nil {
 		m.BadFile = sr.fileErr.Error()
 	}
+	if r.leases() {
+		m.Worker = jobs.WorkerID()
+	}
 	if err := r.od.MarkDone(sr.name, m); err != nil {
 		return err
 	}
