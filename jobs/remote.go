@@ -48,6 +48,14 @@ func (d OutDir) Join(elem ...string) string {
 	return filepath.Join(append([]string{d.Path}, elem...)...)
 }
 
+// Exists reports whether the file or object p (a path inside the
+// directory) exists.
+func (d OutDir) Exists(p string) (bool, error) { return d.exists(p) }
+
+// ReadFile reads the file or object p (a path inside the directory); a
+// missing one is os.ErrNotExist.
+func (d OutDir) ReadFile(p string) ([]byte, error) { return d.read(p) }
+
 func (d OutDir) exists(p string) (bool, error) {
 	if d.remote() {
 		return blobstore.Exists(context.Background(), p)
