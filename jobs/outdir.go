@@ -206,7 +206,9 @@ func stripInputExt(key string) string {
 // another name), else PartName.
 func (d OutDir) NameFor(key string) string {
 	name, old := PartName(key), LegacyPartName(key)
-	if name == old {
+	if name == old || d.remote() {
+		// Object-storage outputs are newer than the legacy names: none
+		// can hold one, and two lookups per shard would cost requests.
 		return name
 	}
 	for _, p := range []string{d.markerPath(old), d.PartPath(old)} {

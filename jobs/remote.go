@@ -380,3 +380,32 @@ func (d OutDir) WriteWorkerRecord(rec WorkerRecord) error {
 	b, _ := json.MarshalIndent(rec, "", "  ")
 	return blobstore.WriteAll(context.Background(), d.Join("_workers", name+".json"), append(b, '\n'), false)
 }
+
+// Snapshot is one listing of an object-storage output, taken when a run
+// plans its work: a shard whose marker is not in it is not done, which
+// spares a request per shard (a corpus of 10,000 shards would otherwise
+// cost 10,000 lookups before the first document is read). Claiming a
+// shard still checks its marker afresh.
+type Snapshot struct{ objs map[string]bool }
+
+// Snapshot lists the output; nil (and no error) for a local directory.
+func (d OutDir) Snapshot() (*Snapshot, error) {
+	if !d.remote() {
+		return nil, nil
+	}
+	objs, err := blobstore.List(context.Background(), d.Path)
+	if err != nil {
+		return nil, err
+	}
+	s := &Snapshot{objs: make(map[string]bool, len(objs))}
+	for _, o := range objs {
+		s.objs[o.Path] = true
+	}
+	return s, nil
+}
+
+// MaybeDone reports whether the shard named name may be done: false when
+// the snapshot holds no marker for it (always true without a snapshot).
+func (s *Snapshot) MaybeDone(d OutDir, name string) bool {
+	return s == nil || s.objs[d.markerPath(name)]
+}

@@ -521,6 +521,10 @@ type runner struct {
 // share the remaining shards instead of one skipping everything.
 func (r *runner) plan() error {
 	idx := jobs.Assign(len(r.cfg.Shards), r.cfg.Placement)
+	snap, err := r.od.Snapshot()
+	if err != nil {
+		return err
+	}
 	seen := map[string]string{}
 	for _, i := range idx {
 		sh := r.cfg.Shards[i]
@@ -530,12 +534,16 @@ func (r *runner) plan() error {
 		}
 		seen[name] = sh.Key
 		r.sum.ShardsAssigned++
-		if m, done, err := r.od.Done(name); err != nil {
-			return err
-		} else if done {
-			r.sum.ShardsAlreadyDone++
-			r.sum.Previous.add(m)
-			continue
+		if snap.MaybeDone(r.od, name) { // else no marker in the listing: not done
+			m, done, err := r.od.Done(name)
+			if err != nil {
+				return err
+			}
+			if done {
+				r.sum.ShardsAlreadyDone++
+				r.sum.Previous.add(m)
+				continue
+			}
 		}
 		r.work = append(r.work, &shardRun{Shard: sh, name: name})
 		r.total += sh.Size

@@ -139,6 +139,13 @@ func runConvert(cmd *cobra.Command, args []string) error {
 	}
 	shards, err := readers.Expand(inputs)
 	if err != nil {
+		for _, in := range inputs {
+			if blobstore.Remote(in) {
+				// a listing can fail for reasons the command line did not
+				// cause (credentials, network): not a usage error
+				return err
+			}
+		}
 		return usageError{err}
 	}
 	dirMode := strings.HasSuffix(fl.out, "/") || strings.HasSuffix(fl.out, string(filepath.Separator))

@@ -104,7 +104,7 @@ func openOther(ctx context.Context, scheme, bucket string, q url.Values) (*blob.
 		u += "?" + q.Encode()
 	}
 	if !blob.DefaultURLMux().ValidBucketScheme(scheme) {
-		return nil, fmt.Errorf("%s:// is recognised but this build of onecore has no %s driver (only s3:// is built in so far)", scheme, scheme)
+		return nil, fmt.Errorf("%s:// is recognised but this build of onecore has no %s driver: build it with `go build -tags cloud` (only s3:// is built in by default)", scheme, scheme)
 	}
 	return blob.OpenBucket(ctx, u)
 }
