@@ -163,6 +163,15 @@ func (s *Summary) Complete() bool {
 
 // String is a one-line human summary.
 func (s *Summary) String() string {
-	return fmt.Sprintf("%d rows in, %d out, %d rejected, %d bad files; %d tokens in %.1fs (%.0f tok/s); shards: %d done, %d already done, %d locked, %d failed",
+	str := fmt.Sprintf("%d rows in, %d out, %d rejected, %d bad files; %d tokens in %.1fs (%.0f tok/s); shards: %d done, %d already done, %d locked, %d failed",
 		s.RowsIn, s.RowsOut, s.Rejected, s.BadFiles, s.Tokens, s.WallS, s.TokPerS, s.ShardsDone, s.ShardsAlreadyDone, s.ShardsLocked, s.ShardsFailed)
+	// Object storage: what the retries and leases did, so a log line alone
+	// tells a throttled or contended run from a clean one.
+	if s.Retries != nil {
+		str += fmt.Sprintf("; object storage retries: %d throttled, %d network, %d other", s.Retries.Throttled, s.Retries.Network, s.Retries.Other)
+	}
+	if s.Claim == "lease" {
+		str += fmt.Sprintf("; worker %s, %d lease(s) taken over, %d lost", s.Worker, len(s.TakenOver), s.LeasesLost)
+	}
+	return str
 }

@@ -63,6 +63,7 @@ type UsageError struct {
 	Reason     string
 }
 
+// Error names the flag, the location and what is wrong with it.
 func (e *UsageError) Error() string {
 	return fmt.Sprintf("%s %s: %s", e.Flag, e.Path, e.Reason)
 }

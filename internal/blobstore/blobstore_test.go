@@ -12,6 +12,8 @@ import (
 	"github.com/onecore-dev/onecore/internal/testenv"
 )
 
+// TestNormalize: local paths and file:// URLs are local, object URLs lose
+// their query, an unknown scheme is a usage error naming the flag.
 func TestNormalize(t *testing.T) {
 	for _, c := range []struct{ in, want, err string }{
 		{"data/x.jsonl", "data/x.jsonl", ""},
