@@ -163,6 +163,13 @@ func TestS3RoundTrip(t *testing.T) {
 				t.Fatalf("rerun: exit %d, %+v\n%s", code, sum, stderr)
 			}
 			sameParts(t, before, partBytes(t, f.local(out), format))
+			if format == "parquet" {
+				// --dry-run reads the object-storage output's markers too
+				stdout, stderr, code := cliRun(t, f.s3.Env(), f.args(f.bucket+"/"+out+"/", "--format", format, "--dry-run")...)
+				if code != 0 || !strings.Contains(stdout, "6 assigned, 6 already done, 0 to do") {
+					t.Fatalf("--dry-run: exit %d\n%s\n%s", code, stdout, stderr)
+				}
+			}
 		})
 	}
 	// file:// is a local path; a single file in object storage is refused
