@@ -56,6 +56,9 @@ type OutDir struct {
 // unless force is set, in which case it is replaced and every completion
 // marker is removed (so the new job recomputes everything).
 func (d OutDir) Prepare(m Manifest, force bool) error {
+	if d.remote() {
+		return d.prepareRemote(m, force)
+	}
 	for _, sub := range []string{"", DoneDir, LockDir, RejectsDir} {
 		if err := os.MkdirAll(filepath.Join(d.Path, sub), 0o755); err != nil {
 			return err
@@ -84,25 +87,9 @@ func (d OutDir) Prepare(m Manifest, force bool) error {
 	b, err := os.ReadFile(path)
 	switch {
 	case err == nil:
-		var old Manifest
-		if err := json.Unmarshal(b, &old); err != nil {
-			return fmt.Errorf("%s: corrupt manifest (%v); remove it or pass --force", path, err)
-		}
-		diff := ""
-		switch {
-		case old.Fingerprint != m.Fingerprint:
-			diff = fmt.Sprintf("a different job (fingerprint %s, this run %s)", old.Fingerprint, m.Fingerprint)
-		case old.ModelID != m.ModelID:
-			diff = fmt.Sprintf("a different model (%s id %s, this run %s id %s)", old.ModelPath, old.ModelID, m.ModelPath, m.ModelID)
-		case old.Format != m.Format:
-			diff = fmt.Sprintf("a different format (%s, this run %s)", old.Format, m.Format)
-		case len(m.Columns) > 0 && !slices.Equal(old.Columns, m.Columns) && (len(old.Columns) > 0 || m.Job == nil || m.Job.Task == TaskScore):
-			// A manifest without columns predates them: its columns are
-			// today's for every task but score, which gained bits_per_byte.
-			diff = fmt.Sprintf("another version of onecore with other output columns (%v, this run %v)", old.Columns, m.Columns)
-		}
-		if diff == "" {
-			return nil
+		diff, err := d.compare(path, b, m)
+		if err != nil || diff == "" {
+			return err
 		}
 		if !force {
 			return fmt.Errorf("output directory %s was written by %s; use another --out, or --force to recompute everything into it", d.Path, diff)
@@ -120,6 +107,28 @@ func (d OutDir) Prepare(m Manifest, force bool) error {
 	m.Created = time.Now().UTC().Format(time.RFC3339)
 	nb, _ := json.MarshalIndent(m, "", "  ")
 	return atomicfile.WriteFile(path, append(nb, '\n'))
+}
+
+// compare returns how the manifest b (read at path) differs from m, ""
+// when it is the same computation.
+func (d OutDir) compare(path string, b []byte, m Manifest) (string, error) {
+	var old Manifest
+	if err := json.Unmarshal(b, &old); err != nil {
+		return "", fmt.Errorf("%s: corrupt manifest (%v); remove it or pass --force", path, err)
+	}
+	switch {
+	case old.Fingerprint != m.Fingerprint:
+		return fmt.Sprintf("a different job (fingerprint %s, this run %s)", old.Fingerprint, m.Fingerprint), nil
+	case old.ModelID != m.ModelID:
+		return fmt.Sprintf("a different model (%s id %s, this run %s id %s)", old.ModelPath, old.ModelID, m.ModelPath, m.ModelID), nil
+	case old.Format != m.Format:
+		return fmt.Sprintf("a different format (%s, this run %s)", old.Format, m.Format), nil
+	case len(m.Columns) > 0 && !slices.Equal(old.Columns, m.Columns) && (len(old.Columns) > 0 || m.Job == nil || m.Job.Task == TaskScore):
+		// A manifest without columns predates them: its columns are
+		// today's for every task but score, which gained bits_per_byte.
+		return fmt.Sprintf("another version of onecore with other output columns (%v, this run %v)", old.Columns, m.Columns), nil
+	}
+	return "", nil
 }
 
 // PartName is the stable file stem of a shard's part: "part-", the shard
@@ -197,11 +206,13 @@ func stripInputExt(key string) string {
 // another name), else PartName.
 func (d OutDir) NameFor(key string) string {
 	name, old := PartName(key), LegacyPartName(key)
-	if name == old {
+	if name == old || d.remote() {
+		// Object-storage outputs are newer than the legacy names: none
+		// can hold one, and two lookups per shard would cost requests.
 		return name
 	}
 	for _, p := range []string{d.markerPath(old), d.PartPath(old)} {
-		if _, err := os.Stat(p); err == nil {
+		if ok, _ := d.exists(p); ok {
 			return old
 		}
 	}
@@ -210,13 +221,16 @@ func (d OutDir) NameFor(key string) string {
 
 // PartPath is where the part of the shard named name is written.
 func (d OutDir) PartPath(name string) string {
-	return filepath.Join(d.Path, name+"."+d.Format)
+	return d.Join(name + "." + d.Format)
 }
 
 // RejectsPath is where the rejects (JSONL: file, row, reason) of a part go.
 func (d OutDir) RejectsPath(name string) string {
-	return filepath.Join(d.Path, RejectsDir, name+".jsonl")
+	return d.Join(RejectsDir, name+".jsonl")
 }
+
+// RejectsDirPath is the folder of the parts' rejects files.
+func (d OutDir) RejectsDirPath() string { return d.Join(RejectsDir) }
 
 // Marker is a part's completion record, written after the part's atomic
 // rename; its presence means the shard is finished.
@@ -231,11 +245,15 @@ type Marker struct {
 	Rejected int64  `json:"rejected"`
 	Tokens   int64  `json:"tokens"`
 	BadFile  string `json:"bad_file,omitempty"` // why the file could not be read (to the end)
+	// Worker is the WorkerID of the process that finished the shard, for
+	// outputs claimed by leases (the who-did-what of elastic workers, which
+	// survives a worker killed before it could write its own record).
+	Worker   string `json:"worker,omitempty"`
 	Finished string `json:"finished"`
 }
 
 func (d OutDir) markerPath(name string) string {
-	return filepath.Join(d.Path, DoneDir, name+".json")
+	return d.Join(DoneDir, name+".json")
 }
 
 // Done reports whether the shard named name has a completion marker whose
@@ -244,7 +262,7 @@ func (d OutDir) markerPath(name string) string {
 // marker is removed and the shard is redone, so an output never refers to a
 // part that is not there.
 func (d OutDir) Done(name string) (Marker, bool, error) {
-	b, err := os.ReadFile(d.markerPath(name))
+	b, err := d.read(d.markerPath(name))
 	if errors.Is(err, os.ErrNotExist) {
 		return Marker{}, false, nil
 	}
@@ -257,13 +275,13 @@ func (d OutDir) Done(name string) (Marker, bool, error) {
 		// treat the shard as unfinished and redo it.
 		return Marker{}, false, nil
 	}
-	if _, err := os.Stat(d.PartPath(name)); errors.Is(err, os.ErrNotExist) {
-		if err := os.Remove(d.markerPath(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if ok, err := d.exists(d.PartPath(name)); err != nil {
+		return Marker{}, false, err
+	} else if !ok {
+		if err := d.remove(d.markerPath(name)); err != nil {
 			return Marker{}, false, err
 		}
 		return Marker{}, false, nil
-	} else if err != nil {
-		return Marker{}, false, err
 	}
 	return m, true, nil
 }
@@ -271,7 +289,7 @@ func (d OutDir) Done(name string) (Marker, bool, error) {
 // Marked returns the marker of the shard named name as written, without
 // checking its part (nil when there is none or it is unreadable).
 func (d OutDir) Marked(name string) *Marker {
-	b, err := os.ReadFile(d.markerPath(name))
+	b, err := d.read(d.markerPath(name))
 	if err != nil {
 		return nil
 	}
@@ -287,6 +305,9 @@ func (d OutDir) Marked(name string) *Marker {
 func (d OutDir) MarkDone(name string, m Marker) error {
 	m.Finished = time.Now().UTC().Format(time.RFC3339)
 	b, _ := json.Marshal(m)
+	if d.remote() {
+		return d.markRemote(name, m, append(b, '\n'))
+	}
 	return atomicfile.WriteFile(d.markerPath(name), append(b, '\n'))
 }
 
@@ -294,13 +315,19 @@ func (d OutDir) MarkDone(name string, m Marker) error {
 // it when the process dies (SIGKILL included), so a stale lock never blocks
 // a rerun, while two live runs (overlapping cron jobs, a misconfigured
 // array) can never write the same part.
-type PartLock struct{ f *os.File }
+type PartLock struct {
+	f *os.File
+	l *lease // object storage: a lease object instead of a flock
+}
 
 // ErrLocked means another live process holds the part's lock.
 var ErrLocked = errors.New("part is locked by another running onecore")
 
 // Lock takes the lock of the part named name, or returns ErrLocked.
 func (d OutDir) Lock(name string) (*PartLock, error) {
+	if d.remote() {
+		return d.lease(name)
+	}
 	f, err := os.OpenFile(filepath.Join(d.Path, LockDir, name+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err
@@ -312,11 +339,16 @@ func (d OutDir) Lock(name string) (*PartLock, error) {
 		}
 		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
 	}
-	return &PartLock{f}, nil
+	return &PartLock{f: f}, nil
 }
 
 // Unlock releases the lock.
 func (l *PartLock) Unlock() error {
+	if l != nil && l.l != nil {
+		err := l.l.release()
+		l.l = nil
+		return err
+	}
 	if l == nil || l.f == nil {
 		return nil
 	}

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/onecore-dev/onecore/internal/blobstore"
 	"github.com/onecore-dev/onecore/jobs"
 )
 
@@ -26,7 +28,8 @@ type shardRun struct {
 	aborted bool
 	badFile bool // fileErr accepted (--skip-bad-files): marked done as a bad file
 
-	lockedByOther bool // claim found another live run writing this part
+	lockedByOther bool   // claim found another live run writing this part
+	takenFrom     string // the dead worker whose expired lease claim took over
 
 	ended     bool
 	dead      bool // aborted or failed: drop its items
@@ -144,7 +147,7 @@ func (r *runner) begin(sr *shardRun) error {
 	}
 	sr.w = w
 	sr.bld = array.NewRecordBuilder(memory.DefaultAllocator, r.schema)
-	sr.rej = &rejectsFile{path: r.od.RejectsPath(sr.name)}
+	sr.rej = &rejectsFile{path: r.od.RejectsPath(sr.name), remote: r.leases()}
 	return nil
 }
 
@@ -231,11 +234,23 @@ func (r *runner) maybeFinish(sr *shardRun) error {
 	if sr.fileErr != nil {
 		m.BadFile = sr.fileErr.Error()
 	}
+	if r.leases() {
+		m.Worker = jobs.WorkerID()
+	}
 	if err := r.od.MarkDone(sr.name, m); err != nil {
 		return err
 	}
 	crashPoint("marked")
 	r.warnMissingKeep(sr)
+	if r.leases() {
+		r.marked = append(r.marked, sr.Key)
+		if sr.takenFrom != "" {
+			r.takenOver = append(r.takenOver, sr.Key+" from "+sr.takenFrom)
+		}
+		if sr.lock.Lost() {
+			r.leasesLost++
+		}
+	}
 	sr.lock.Unlock()
 	sr.lock = nil
 	// Only now do the shard's rows count as written: rows of a shard that
@@ -372,10 +387,21 @@ type rejectsFile struct {
 	path string
 	f    *os.File
 	bw   *bufio.Writer
+	// remote: the rejects are uploaded to object storage as they come,
+	// and appear with Commit (no temporary file, no rename).
+	remote bool
+	obj    *blobstore.Writer
 }
 
 func (j *rejectsFile) add(row rejectRow) error {
-	if j.f == nil {
+	if j.remote && j.obj == nil {
+		obj, err := blobstore.Create(context.Background(), j.path, false)
+		if err != nil {
+			return fmt.Errorf("rejects file: %w", err)
+		}
+		j.obj, j.bw = obj, bufio.NewWriter(obj)
+	}
+	if !j.remote && j.f == nil {
 		f, err := os.CreateTemp(filepath.Dir(j.path), "."+filepath.Base(j.path)+".tmp-*")
 		if err != nil {
 			return fmt.Errorf("rejects file: %w", err)
@@ -388,6 +414,22 @@ func (j *rejectsFile) add(row rejectRow) error {
 }
 
 func (j *rejectsFile) close() error {
+	if j.remote {
+		if j.obj == nil {
+			return blobstore.Delete(context.Background(), j.path)
+		}
+		err := j.bw.Flush()
+		if err == nil {
+			err = j.obj.Commit()
+		} else {
+			j.obj.Abort()
+		}
+		j.obj = nil
+		if err != nil {
+			return fmt.Errorf("rejects file %s: %w", j.path, err)
+		}
+		return nil
+	}
 	if j.f == nil {
 		if err := os.Remove(j.path); err != nil && !os.IsNotExist(err) {
 			return err
@@ -415,6 +457,10 @@ func (j *rejectsFile) close() error {
 }
 
 func (j *rejectsFile) abort() {
+	if j.obj != nil {
+		j.obj.Abort()
+		j.obj = nil
+	}
 	if j.f != nil {
 		j.f.Close()
 		os.Remove(j.f.Name())

@@ -90,7 +90,7 @@ func DryRun(ctx context.Context, cfg Config, calibrate int) (*Plan, error) {
 		p.ShardsAssigned++
 		// Read-only version of OutDir.Done: a marker counts with its part.
 		if m := od.Marked(name); m != nil && out.merge != stdoutName {
-			if _, err := os.Stat(od.PartPath(name)); err == nil {
+			if ok, _ := od.Exists(od.PartPath(name)); ok {
 				p.ShardsAlreadyDone++
 				previousRows += m.RowsIn
 				continue
@@ -219,7 +219,8 @@ func outputNotes(cfg Config, out output) []string {
 			return []string{out.merge + " exists (written by this job and model): the run would compute it again and replace it"}
 		}
 	}
-	b, err := os.ReadFile(filepath.Join(out.dir, jobs.ManifestName))
+	od := jobs.OutDir{Path: out.dir, Format: out.format}
+	b, err := od.ReadFile(od.Join(jobs.ManifestName))
 	if err != nil {
 		return nil
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/onecore-dev/onecore/engine"
+	"github.com/onecore-dev/onecore/internal/blobstore"
 	"github.com/onecore-dev/onecore/jobs"
 )
 
@@ -171,7 +172,10 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	// A single output file needs every shard: shards another live run was
 	// writing are waited for (that run may finish them, or stop, leaving
 	// them to us), so of two overlapping runs one always assembles.
-	for out.merge != "" && err == nil && ctx.Err() == nil && r.st.locked.Load() > 0 && len(r.failed) == 0 {
+	// With leases (object storage) workers are elastic: each stays until
+	// every shard is done, so a shard whose holder dies is taken over when
+	// its lease expires instead of waiting for a resubmission.
+	for (out.merge != "" || r.leases()) && err == nil && ctx.Err() == nil && r.st.locked.Load() > 0 && len(r.failed) == 0 {
 		pending, werr := r.waitForOthers(ctx)
 		if werr != nil || len(pending) == 0 {
 			err = werr
@@ -186,12 +190,25 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	r.sum.finish(time.Since(start), &r.st)
 	r.sum.Failed = r.failed
+	if blobstore.Remote(od.Path) || anyRemote(cfg.Shards) {
+		rc := blobstore.Retries()
+		r.sum.Retries = &rc
+	}
+	if r.leases() {
+		r.sum.Claim, r.sum.Worker = "lease", jobs.WorkerID()
+		r.sum.TakenOver, r.sum.LeasesLost = r.takenOver, r.leasesLost
+		rec := jobs.WorkerRecord{Worker: jobs.WorkerID(), Started: start.UTC().Format(time.RFC3339Nano), Finished: time.Now().UTC().Format(time.RFC3339Nano),
+			Shards: r.marked, TakenOver: r.takenOver, SkippedBusy: r.sum.ShardsLocked, Retries: r.sum.Retries.Total(), Interrupted: ctx.Err() != nil}
+		if werr := od.WriteWorkerRecord(rec); werr != nil {
+			cfg.Log.Warn("could not write the worker record", "err", werr)
+		}
+	}
 	r.sum.ShardsFailed = len(r.failed)
 	if err != nil {
 		return r.sum, err
 	}
 	if r.sum.Rejected > 0 || r.sum.BadFiles > 0 {
-		r.sum.Rejects = filepath.Join(od.Path, jobs.RejectsDir) + "/"
+		r.sum.Rejects = od.RejectsDirPath() + "/"
 	}
 	if ctx.Err() != nil {
 		r.sum.Interrupted = true
@@ -216,6 +233,19 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 // file itself with its record and rejects beside it, for an output placed inside the input tree, which would
 // otherwise be read back as input on the next run.
 func excludeOutput(shards []Shard, out output, log *slog.Logger) []Shard {
+	if blobstore.Remote(out.dir) {
+		// Object keys have no links or relative forms: compare the paths.
+		kept := shards[:0:0]
+		for _, sh := range shards {
+			if !strings.HasPrefix(sh.Path, out.dir+"/") {
+				kept = append(kept, sh)
+			}
+		}
+		if d := len(shards) - len(kept); d > 0 {
+			log.Info("input files inside the output are not read", "files", d, "out", out.dir)
+		}
+		return kept
+	}
 	dir := canonicalPath(out.dir)
 	// the file, and what is written beside it: its record and rejects
 	files := map[string]bool{}
@@ -386,6 +416,22 @@ func resolveOutput(out, format string, p jobs.Placement) (output, error) {
 		}
 		return output{format: format, merge: stdoutName}, nil
 	}
+	if blobstore.Remote(out) {
+		if f := FormatOf(out); f != "" && !strings.HasSuffix(out, "/") {
+			return output{}, fmt.Errorf("--out %s: a single output file in object storage is not supported yet; give a directory (end it with /): one part per shard", out)
+		}
+		if l, err := blobstore.Parse(out); err == nil && l.Key == "" {
+			return output{}, fmt.Errorf("--out %s: give a prefix inside the bucket (s3://%s/PREFIX/): the bucket root would mix the output with everything else in it", out, l.Bucket)
+		}
+		switch format {
+		case "":
+			format = "parquet"
+		case "parquet", "arrow", "jsonl", "jsonl.zst":
+		default:
+			return output{}, fmt.Errorf("--format %q: want parquet, arrow, jsonl or jsonl.zst", format)
+		}
+		return output{dir: strings.TrimSuffix(out, "/"), format: format}, nil
+	}
 	if f := FormatOf(out); f != "" && !strings.HasSuffix(out, "/") {
 		if st, err := os.Stat(out); err == nil && st.IsDir() {
 			return output{dir: out, format: f}, nil
@@ -459,6 +505,11 @@ type runner struct {
 	// keepWarned holds the --keep fields already warned about (collector
 	// goroutine only).
 	keepWarned map[string]bool
+	// marked, takenOver and leasesLost are the who-did-what of a lease
+	// run (collector goroutine).
+	marked     []string
+	takenOver  []string
+	leasesLost int
 	// beyondLimit holds the part names of shards not read because the
 	// job's limit was reached first (reader goroutine, then merge).
 	beyondLimit map[string]bool
@@ -470,6 +521,10 @@ type runner struct {
 // share the remaining shards instead of one skipping everything.
 func (r *runner) plan() error {
 	idx := jobs.Assign(len(r.cfg.Shards), r.cfg.Placement)
+	snap, err := r.od.Snapshot()
+	if err != nil {
+		return err
+	}
 	seen := map[string]string{}
 	for _, i := range idx {
 		sh := r.cfg.Shards[i]
@@ -479,12 +534,16 @@ func (r *runner) plan() error {
 		}
 		seen[name] = sh.Key
 		r.sum.ShardsAssigned++
-		if m, done, err := r.od.Done(name); err != nil {
-			return err
-		} else if done {
-			r.sum.ShardsAlreadyDone++
-			r.sum.Previous.add(m)
-			continue
+		if snap.MaybeDone(r.od, name) { // else no marker in the listing: not done
+			m, done, err := r.od.Done(name)
+			if err != nil {
+				return err
+			}
+			if done {
+				r.sum.ShardsAlreadyDone++
+				r.sum.Previous.add(m)
+				continue
+			}
 		}
 		r.work = append(r.work, &shardRun{Shard: sh, name: name})
 		r.total += sh.Size
@@ -503,10 +562,15 @@ func (r *runner) waitForOthers(ctx context.Context) ([]*shardRun, error) {
 			continue
 		}
 		r.cfg.Log.Info("waiting for another onecore to finish a shard of the same output", "shard", sr.Key)
+		var held *jobs.PartLock // a lease taken over is kept for the rerun of the shard
 		for {
 			lk, err := r.od.Lock(sr.name)
 			if err == nil {
-				lk.Unlock()
+				if r.leases() {
+					held = lk
+				} else {
+					lk.Unlock()
+				}
 				break
 			}
 			if errors.Is(err, os.ErrNotExist) && assembledByOther(r.od.Path, r.out.merge) {
@@ -518,23 +582,29 @@ func (r *runner) waitForOthers(ctx context.Context) ([]*shardRun, error) {
 			if !errors.Is(err, jobs.ErrLocked) {
 				return nil, err
 			}
+			poll := 200 * time.Millisecond
+			if r.leases() {
+				poll = time.Second // each try is a request to the store
+			}
 			select {
 			case <-ctx.Done():
 				return nil, nil
-			case <-time.After(200 * time.Millisecond):
+			case <-time.After(poll):
 			}
 		}
 		r.st.locked.Add(-1)
 		if m, done, err := r.od.Done(sr.name); err != nil {
+			held.Unlock()
 			return nil, err
 		} else if done {
+			held.Unlock()
 			r.st.doneMeanwhile.Add(1)
 			r.prevMu.Lock()
 			r.sum.Previous.add(m)
 			r.prevMu.Unlock()
 			continue
 		}
-		pending = append(pending, &shardRun{Shard: sr.Shard, name: sr.name})
+		pending = append(pending, &shardRun{Shard: sr.Shard, name: sr.name, lock: held})
 	}
 	return pending, nil
 }
@@ -542,6 +612,9 @@ func (r *runner) waitForOthers(ctx context.Context) ([]*shardRun, error) {
 // removeStale deletes temporaries a killed run left for part name (we hold
 // its lock, so no live process is writing them).
 func (r *runner) removeStale(name string) {
+	if blobstore.Remote(r.od.Path) {
+		return // uploads never completed are invisible: nothing to clean
+	}
 	for _, dir := range []string{r.od.Path, filepath.Join(r.od.Path, jobs.RejectsDir), filepath.Join(r.od.Path, jobs.DoneDir)} {
 		matches, _ := filepath.Glob(filepath.Join(dir, "."+name+"*"))
 		for _, m := range matches {
@@ -560,7 +633,11 @@ func (r *runner) unlockAll() {
 // claim takes the shard's part lock; false when another live process holds
 // it or finished the shard meanwhile (re-checked under the lock).
 func (r *runner) claim(sr *shardRun) (bool, error) {
-	lk, err := r.od.Lock(sr.name)
+	lk, err := sr.lock, error(nil) // held already: a lease waitForOthers took over
+	sr.lock = nil
+	if lk == nil {
+		lk, err = r.od.Lock(sr.name)
+	}
 	if errors.Is(err, jobs.ErrLocked) {
 		r.st.locked.Add(1)
 		sr.lockedByOther = true
@@ -580,7 +657,25 @@ func (r *runner) claim(sr *shardRun) (bool, error) {
 	}
 	r.removeStale(sr.name)
 	sr.lock = lk
+	if from := lk.TakenFrom(); from != "" {
+		r.cfg.Log.Warn("took over the expired lease of a worker that stopped", "shard", sr.Key, "from", from)
+		sr.takenFrom = from
+	}
 	return true, nil
+}
+
+// leases reports shards claimed by lease objects (object-storage output)
+// rather than flock.
+func (r *runner) leases() bool { return blobstore.Remote(r.od.Path) }
+
+// anyRemote reports shards read from object storage.
+func anyRemote(shards []Shard) bool {
+	for _, sh := range shards {
+		if blobstore.Remote(sh.Path) {
+			return true
+		}
+	}
+	return false
 }
 
 // execute runs the stages over r.work.

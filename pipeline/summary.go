@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/onecore-dev/onecore/internal/blobstore"
 	"github.com/onecore-dev/onecore/jobs"
 )
 
@@ -56,6 +57,23 @@ type Summary struct {
 	CPUS        map[string]float64 `json:"cpu_s"`
 	Interrupted bool               `json:"interrupted"`
 	Rejects     string             `json:"rejects,omitempty"` // where the rejects are
+
+	// Object storage only (absent for local runs):
+	// Retries counts the requests retried after throttling (503 SlowDown)
+	// or a dropped connection, with backoff and jitter.
+	Retries *blobstore.RetryCounts `json:"retries,omitempty"`
+	// Claim is how shards were claimed: "flock" or "lease".
+	Claim string `json:"claim,omitempty"`
+	// Worker names this process in leases and in the who-did-what record
+	// (OUT/_workers/), when shards are claimed by leases.
+	Worker string `json:"worker,omitempty"`
+	// TakenOver lists "SHARD from WORKER" for each expired lease of a dead
+	// worker this run took over and finished.
+	TakenOver []string `json:"taken_over,omitempty"`
+	// LeasesLost counts shards whose lease another worker took while this
+	// one still worked on them (it stalled past the expiry); the part is
+	// the same whoever writes it.
+	LeasesLost int `json:"leases_lost,omitempty"`
 }
 
 // FailedShard is a shard whose file could not be opened or read to the end.
@@ -145,6 +163,15 @@ func (s *Summary) Complete() bool {
 
 // String is a one-line human summary.
 func (s *Summary) String() string {
-	return fmt.Sprintf("%d rows in, %d out, %d rejected, %d bad files; %d tokens in %.1fs (%.0f tok/s); shards: %d done, %d already done, %d locked, %d failed",
+	str := fmt.Sprintf("%d rows in, %d out, %d rejected, %d bad files; %d tokens in %.1fs (%.0f tok/s); shards: %d done, %d already done, %d locked, %d failed",
 		s.RowsIn, s.RowsOut, s.Rejected, s.BadFiles, s.Tokens, s.WallS, s.TokPerS, s.ShardsDone, s.ShardsAlreadyDone, s.ShardsLocked, s.ShardsFailed)
+	// Object storage: what the retries and leases did, so a log line alone
+	// tells a throttled or contended run from a clean one.
+	if s.Retries != nil {
+		str += fmt.Sprintf("; object storage retries: %d throttled, %d network, %d other", s.Retries.Throttled, s.Retries.Network, s.Retries.Other)
+	}
+	if s.Claim == "lease" {
+		str += fmt.Sprintf("; worker %s, %d lease(s) taken over, %d lost", s.Worker, len(s.TakenOver), s.LeasesLost)
+	}
+	return str
 }

@@ -1,16 +1,20 @@
 package readers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/onecore-dev/onecore/internal/blobstore"
 )
 
 // FormatOf returns the shard format implied by a file name, or
@@ -46,7 +50,8 @@ func Expand(inputs []string) ([]Shard, error) {
 // Directories are walked recursively and contribute only files with a known
 // extension (hidden files and directories, names starting with "." or "_",
 // are skipped, as Spark and Hive do); a file named explicitly must have a
-// known extension. Shards are sorted by path and duplicates removed, so the
+// known extension. An object-storage URL (s3://bucket/prefix, see
+// expandRemote) is listed like a directory. Shards are sorted by path and duplicates removed, so the
 // order does not depend on the order of inputs or of the file system. An
 // input that matches nothing is an error.
 //
@@ -72,6 +77,12 @@ func ExpandLog(inputs []string, log *slog.Logger) ([]Shard, error) {
 	}
 	e := &expander{log: log, byID: map[any]int{}, linked: map[int]bool{}, also: map[int][]string{}}
 	for _, in := range inputs {
+		if blobstore.Remote(in) {
+			if err := e.expandRemote(in); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		matches := []string{in}
 		isGlob := strings.ContainsAny(in, "*?[")
 		if isGlob {
@@ -127,6 +138,63 @@ func ExpandLog(inputs []string, log *slog.Logger) ([]Shard, error) {
 	return e.shards, nil
 }
 
+// expandRemote adds the shards of an object-storage input: the object
+// itself when the URL names one with a shard's extension, else every object
+// under the prefix taken as a folder, with the rules of a directory walk (a
+// known extension; no path component hidden, i.e. starting with "." or
+// "_"). Globs are not expanded in object URLs (a listing is by prefix).
+func (e *expander) expandRemote(in string) error {
+	ctx := context.Background()
+	if strings.ContainsAny(in, "*?[") {
+		return fmt.Errorf("input %q: globs are not supported in object-storage URLs; give the prefix (a folder) instead", in)
+	}
+	l, err := blobstore.Parse(in)
+	if err != nil {
+		return fmt.Errorf("input %q: %w", in, err)
+	}
+	if l.Key != "" && !strings.HasSuffix(l.Key, "/") && FormatOf(l.Key) != FormatUnknown {
+		if n, err := blobstore.Size(ctx, in); err == nil {
+			e.shards = append(e.shards, Shard{Path: in, Rel: path.Base(l.Key), Size: n, Format: FormatOf(l.Key)})
+			return nil
+		} else if !blobstore.IsNotExist(err) {
+			return fmt.Errorf("input %q: %w", in, err)
+		}
+	}
+	objs, err := blobstore.List(ctx, in)
+	if err != nil {
+		return fmt.Errorf("input %q: %w", in, err)
+	}
+	found := 0
+	for _, o := range objs {
+		if hiddenPath(o.Rel) || FormatOf(o.Rel) == FormatUnknown {
+			continue
+		}
+		found++
+		if e.remote[o.Path] {
+			continue // overlapping inputs: one shard
+		}
+		if e.remote == nil {
+			e.remote = map[string]bool{}
+		}
+		e.remote[o.Path] = true
+		e.shards = append(e.shards, Shard{Path: o.Path, Rel: o.Rel, Size: o.Size, Format: FormatOf(o.Rel)})
+	}
+	if found == 0 {
+		return fmt.Errorf("input %q: no .parquet or .jsonl[.gz|.zst] objects found under it", in)
+	}
+	return nil
+}
+
+// hiddenPath reports a relative object key with a hidden component.
+func hiddenPath(rel string) bool {
+	for _, c := range strings.Split(rel, "/") {
+		if hiddenName(c) {
+			return true
+		}
+	}
+	return false
+}
+
 // expander accumulates the shards of ExpandLog's inputs.
 type expander struct {
 	log    *slog.Logger
@@ -135,6 +203,7 @@ type expander struct {
 	linked map[int]bool     // shards whose path goes through a link
 	also   map[int][]string // the other paths of shards reached more than once
 	found  int              // files the current input matched, duplicates included
+	remote map[string]bool  // object paths added (objects have no links to resolve)
 }
 
 func (e *expander) warn(path, reason string) {

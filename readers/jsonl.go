@@ -3,6 +3,7 @@ package readers
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
+	"github.com/onecore-dev/onecore/internal/blobstore"
 )
 
 // jsonlBufSize is the line buffer: lines up to this size are parsed in
@@ -27,7 +29,7 @@ const zstdMaxWindow = 1 << 27
 type jsonlSource struct {
 	path    string
 	opts    Options
-	f       *os.File
+	f       io.Closer // the file, or the object stream
 	dec     io.Closer // decompressor, if any
 	br      *bufio.Reader
 	line    int64 // index of the next line
@@ -74,14 +76,31 @@ const (
 )
 
 func openJSONL(shard Shard, opts Options) (*jsonlSource, error) {
-	f, err := os.Open(shard.Path)
-	if err != nil {
-		return nil, err
+	var (
+		f    io.ReadCloser
+		size int64
+	)
+	if blobstore.Remote(shard.Path) {
+		sz := shard.Size
+		if sz <= 0 {
+			sz = -1 // not listed (a single object named): ask the store
+		}
+		st, err := blobstore.OpenStream(context.Background(), shard.Path, sz)
+		if err != nil {
+			return nil, err
+		}
+		f, size = st, shard.Size
+	} else {
+		lf, err := os.Open(shard.Path)
+		if err != nil {
+			return nil, err
+		}
+		if st, err := lf.Stat(); err == nil {
+			size = st.Size()
+		}
+		f = lf
 	}
-	s := &jsonlSource{path: shard.Path, opts: opts, f: f, cr: &countingReader{r: f}}
-	if st, err := f.Stat(); err == nil {
-		s.size = st.Size()
-	}
+	s := &jsonlSource{path: shard.Path, opts: opts, f: f, cr: &countingReader{r: f}, size: size}
 	var r io.Reader = s.cr
 	switch shard.Format {
 	case FormatJSONLGzip:

@@ -1,6 +1,7 @@
 package readers
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/onecore-dev/onecore/internal/blobstore"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -36,7 +38,7 @@ const parquetReadBuffer = 2 << 20
 type parquetSource struct {
 	path string
 	opts Options
-	f    *os.File
+	f    io.Closer // the file, or the object's ranged reader
 	pf   *parquet.File
 
 	text, id *leafCursor   // id is nil when the file has no id column
@@ -59,10 +61,41 @@ type keepColumn struct {
 	absent bool // not in this file: always null
 }
 
+// parquetFile is what a Parquet shard is read through: an *os.File or a
+// *blobstore.ReaderAt.
+type parquetFile interface {
+	io.ReaderAt
+	io.Closer
+}
+
 func openParquet(shard Shard, opts Options) (src *parquetSource, err error) {
-	f, err := os.Open(shard.Path)
-	if err != nil {
-		return nil, err
+	var (
+		f    parquetFile
+		size int64
+	)
+	if blobstore.Remote(shard.Path) {
+		// Ranged GETs: the footer, then the column chunks the reader asks
+		// for; memory stays the read buffers whatever the object's size.
+		sz := shard.Size
+		if sz <= 0 {
+			sz = -1
+		}
+		ra, err := blobstore.OpenReaderAt(context.Background(), shard.Path, sz)
+		if err != nil {
+			return nil, err
+		}
+		f, size = ra, ra.Size()
+	} else {
+		lf, err := os.Open(shard.Path)
+		if err != nil {
+			return nil, err
+		}
+		st, err := lf.Stat()
+		if err != nil {
+			lf.Close()
+			return nil, err
+		}
+		f, size = lf, st.Size()
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -72,11 +105,7 @@ func openParquet(shard Shard, opts Options) (src *parquetSource, err error) {
 			f.Close()
 		}
 	}()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	pf, err := parquet.OpenFile(f, st.Size(),
+	pf, err := parquet.OpenFile(f, size,
 		parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true),
 		parquet.ReadBufferSize(parquetReadBuffer))
 	if err != nil {

@@ -1,6 +1,7 @@
 package readers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,8 @@ import (
 	"os"
 	"strconv"
 	"sync/atomic"
+
+	"github.com/onecore-dev/onecore/internal/blobstore"
 )
 
 // source is one format's row decoder.
@@ -34,6 +37,13 @@ type Reader struct {
 
 // Open is OpenShard for a single path, with the format taken from its name.
 func Open(path string, opts Options) (*Reader, error) {
+	if blobstore.Remote(path) {
+		n, err := blobstore.Size(context.Background(), path)
+		if err != nil {
+			return nil, &FileError{File: path, Err: err}
+		}
+		return OpenShard(Shard{Path: path, Size: n, Format: FormatOf(path)}, opts)
+	}
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, &FileError{File: path, Err: err}

@@ -6,7 +6,8 @@
 # ${XDG_CACHE_HOME:-~/.cache}/onecore/test-deps: outside the source tree,
 # shared by every clone on the machine (internal/testenv finds it the same
 # way). `scripts/test-deps.sh --node-path` prints its node_modules folder
-# (for NODE_PATH) without installing anything.
+# (for NODE_PATH) without installing anything. Go tools (versitygw, the
+# S3 server of the object-storage tests) go where `go install` puts them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ ${1:-} == --node-path ]]; then
@@ -25,6 +26,17 @@ if ((${#missing[@]})); then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# versitygw: the S3 server the object-storage tests start on loopback
+# (internal/testenv.StartS3 finds it on $PATH or in $(go env GOPATH)/bin).
+versitygw_version=v1.8.0
+gobin=$(go env GOBIN); [ -n "$gobin" ] || gobin="$(go env GOPATH | cut -d: -f1)/bin"
+vgw_stamp="$gobin/.versitygw-version"
+if [ ! -x "$gobin/versitygw" ] || [ "$(cat "$vgw_stamp" 2>/dev/null)" != "$versitygw_version" ]; then
+  echo "test-deps: go install github.com/versity/versitygw/cmd/versitygw@$versitygw_version" >&2
+  GOFLAGS= go install "github.com/versity/versitygw/cmd/versitygw@$versitygw_version"
+  echo "$versitygw_version" >"$vgw_stamp"
 fi
 
 deps_dir=${ONECORE_TEST_DEPS:-${XDG_CACHE_HOME:-$HOME/.cache}/onecore/test-deps}

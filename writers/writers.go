@@ -11,6 +11,7 @@ package writers
 
 import (
 	"bufio"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -20,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/onecore-dev/onecore/internal/blobstore"
 )
 
 // Format is an output format.
@@ -140,7 +142,8 @@ type Writer struct {
 	path, tmp string
 	format    Format
 	schema    *arrow.Schema
-	f         *os.File
+	f         *os.File          // local: the temporary file
+	obj       *blobstore.Writer // object storage: the upload
 	bw        *bufio.Writer
 	enc       encoder
 	rows      int64
@@ -149,7 +152,9 @@ type Writer struct {
 
 // Create starts writing path in the given format (FormatUnknown: from the
 // extension). The data goes to a hidden temporary file next to path; Close
-// renames it into place, Abort removes it. Records passed to Write must
+// renames it into place, Abort removes it. A path in object storage
+// (s3://bucket/key, see package blobstore) is uploaded as it is written
+// and appears only when Close completes the upload; Abort cancels it. Records passed to Write must
 // have exactly this schema.
 func Create(path string, format Format, schema *arrow.Schema, opts Options) (*Writer, error) {
 	if format == FormatUnknown {
@@ -157,20 +162,32 @@ func Create(path string, format Format, schema *arrow.Schema, opts Options) (*Wr
 			return nil, fmt.Errorf("%s: cannot tell the output format from the extension (want %s, or set --format)", path, Formats)
 		}
 	}
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
+	var w *Writer
+	if blobstore.Remote(path) {
+		// An object store has no rename: the upload itself is invisible
+		// until committed, which gives the same all-or-nothing file.
+		obj, err := blobstore.Create(context.Background(), path, false)
+		if err != nil {
+			return nil, err
+		}
+		w = &Writer{path: path, format: format, schema: schema, obj: obj, bw: bufio.NewWriterSize(obj, 1<<20)}
+	} else {
+		dir, base := filepath.Split(path)
+		if dir == "" {
+			dir = "."
+		}
+		var rnd [6]byte
+		if _, err := rand.Read(rnd[:]); err != nil {
+			return nil, err
+		}
+		tmp := filepath.Join(dir, "."+base+".tmp-"+hex.EncodeToString(rnd[:]))
+		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		w = &Writer{path: path, tmp: tmp, format: format, schema: schema, f: f, bw: bufio.NewWriterSize(f, 1<<20)}
 	}
-	var rnd [6]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
-		return nil, err
-	}
-	tmp := filepath.Join(dir, "."+base+".tmp-"+hex.EncodeToString(rnd[:]))
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	w := &Writer{path: path, tmp: tmp, format: format, schema: schema, f: f, bw: bufio.NewWriterSize(f, 1<<20)}
+	var err error
 	switch format {
 	case Parquet:
 		if isStringSchema(schema) && !genericParquet {
@@ -188,8 +205,7 @@ func Create(path string, format Format, schema *arrow.Schema, opts Options) (*Wr
 		err = fmt.Errorf("unknown output format %v", format)
 	}
 	if err != nil {
-		f.Close()
-		os.Remove(tmp)
+		w.discard()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return w, nil
@@ -233,6 +249,13 @@ func (w *Writer) Close() error {
 	if err == nil {
 		err = w.bw.Flush()
 	}
+	if w.obj != nil {
+		if err == nil {
+			return w.obj.Commit()
+		}
+		w.obj.Abort()
+		return fmt.Errorf("%s: %w", w.path, err)
+	}
 	if err == nil {
 		err = w.f.Sync()
 	}
@@ -250,6 +273,19 @@ func (w *Writer) Close() error {
 	return nil
 }
 
+// discard drops what was written: the temporary file, or the upload.
+func (w *Writer) discard() error {
+	if w.obj != nil {
+		w.obj.Abort()
+		return nil
+	}
+	w.f.Close()
+	if err := os.Remove(w.tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
 // Abort stops writing and removes the temporary file. It is a no-op after
 // Close, so `defer w.Abort()` is safe.
 func (w *Writer) Abort() error {
@@ -260,11 +296,7 @@ func (w *Writer) Abort() error {
 	if a, ok := w.enc.(interface{ abort() }); ok {
 		a.abort()
 	}
-	w.f.Close()
-	if err := os.Remove(w.tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return nil
+	return w.discard()
 }
 
 // syncDir makes a rename durable. Errors are ignored: some file systems

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/spf13/cobra"
 
+	"github.com/onecore-dev/onecore/internal/blobstore"
 	"github.com/onecore-dev/onecore/readers"
 	"github.com/onecore-dev/onecore/writers"
 )
@@ -107,6 +108,13 @@ func runConvert(cmd *cobra.Command, args []string) error {
 	if fl.out == "" {
 		return usageError{errors.New("no output: give --out FILE or --out DIR/")}
 	}
+	inputs, err := normLocs("--in", inputs)
+	if err != nil {
+		return err
+	}
+	if fl.out, err = normLoc("--out", fl.out); err != nil {
+		return err
+	}
 	opts := readers.Options{TextField: fl.textField, IDField: fl.idField, Keep: fl.keep, MaxDocBytes: fl.maxDocBytes, Borrow: true}
 	switch fl.utf8 {
 	case "reject":
@@ -131,6 +139,13 @@ func runConvert(cmd *cobra.Command, args []string) error {
 	}
 	shards, err := readers.Expand(inputs)
 	if err != nil {
+		for _, in := range inputs {
+			if blobstore.Remote(in) {
+				// a listing can fail for reasons the command line did not
+				// cause (credentials, network): not a usage error
+				return err
+			}
+		}
 		return usageError{err}
 	}
 	dirMode := strings.HasSuffix(fl.out, "/") || strings.HasSuffix(fl.out, string(filepath.Separator))
@@ -145,6 +160,10 @@ func runConvert(cmd *cobra.Command, args []string) error {
 		seen := map[string]string{}
 		for _, sh := range shards {
 			p := filepath.Join(fl.out, stripShardExt(sh.Rel)+format.Ext())
+			if blobstore.Remote(fl.out) {
+				// filepath.Join would clean s3://b into s3:/b
+				p = blobstore.Join(fl.out, stripShardExt(sh.Rel)+format.Ext())
+			}
 			if prev, dup := seen[p]; dup {
 				return usageError{fmt.Errorf("inputs %s and %s would both be written to %s", prev, sh.Path, p)}
 			}
@@ -154,8 +173,10 @@ func runConvert(cmd *cobra.Command, args []string) error {
 			seen[p] = sh.Path
 			plan.outs = append(plan.outs, p)
 		}
-		if err := os.MkdirAll(fl.out, 0o755); err != nil {
-			return err
+		if !blobstore.Remote(fl.out) { // object stores have no folders to create
+			if err := os.MkdirAll(fl.out, 0o755); err != nil {
+				return err
+			}
 		}
 	} else {
 		if format == writers.FormatUnknown {
@@ -349,7 +370,7 @@ func (p *convertPlan) write(items <-chan convertItem) error {
 		}
 	}()
 	open := func(path string) (err error) {
-		if dir := filepath.Dir(path); dir != "." {
+		if dir := filepath.Dir(path); dir != "." && !blobstore.Remote(path) {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return err
 			}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/onecore-dev/onecore/engine"
 	"github.com/onecore-dev/onecore/internal/atomicfile"
+	"github.com/onecore-dev/onecore/internal/blobstore"
 	"github.com/onecore-dev/onecore/jobs"
 	"github.com/onecore-dev/onecore/models"
 	"github.com/onecore-dev/onecore/pipeline"
@@ -30,6 +31,7 @@ type extractFlags struct {
 	jobFile     string
 	in          []string
 	out, format string
+	claim       string // --claim: auto, lease, flock
 	model       string
 	task        string
 	keep        []string
@@ -225,6 +227,7 @@ func newExtractCmd(use string, task jobs.Task, short string) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&fl.jobFile, "job", "", "job YAML file (flags override its fields)")
 	f.StringSliceVar(&fl.in, "in", nil, "input shards: files, directories or globs (repeatable, comma-separated)")
+	f.StringVar(&fl.claim, "claim", "auto", "how workers claim shards: lease (lease objects with an expiry, renewed while working, taken over when a worker dies; the default for object-storage output) or flock (local directories); auto picks by --out")
 	f.StringVar(&fl.out, "out", "", "output directory (one part per shard), file (.parquet, .arrow, .jsonl, .jsonl.zst), or - for stdout (JSON Lines)")
 	f.StringVar(&fl.format, "format", "", "parts format in directory mode: parquet (default), arrow, jsonl, jsonl.zst")
 	f.StringVar(&fl.model, "model", "", "checkpoint directory (default $"+models.EnvVar+", then the bundled model)")
@@ -346,6 +349,27 @@ func runExtract(cmd *cobra.Command, fl *extractFlags) error {
 	}
 	if job.Out == "" {
 		return usageError{errors.New("no output: pass --out DIR/ or --out FILE.parquet")}
+	}
+	ins, err := normLocs("--in", splitInputs(job.In))
+	if err != nil {
+		return err
+	}
+	job.In = strings.Join(ins, ",")
+	if job.Out, err = normLoc("--out", job.Out); err != nil {
+		return err
+	}
+	switch remote := blobstore.Remote(job.Out); fl.claim {
+	case "auto":
+	case "lease":
+		if !remote {
+			return usageError{fmt.Errorf("--claim lease: only for object-storage output so far (a local --out directory uses flock, which the kernel releases when a process dies)")}
+		}
+	case "flock":
+		if remote {
+			return usageError{fmt.Errorf("--claim flock: %s is in object storage, where there are no file locks; use --claim lease (the default there)", job.Out)}
+		}
+	default:
+		return usageError{fmt.Errorf("--claim %q: want auto, lease or flock", fl.claim)}
 	}
 	place, err := jobs.ResolvePlacement(fl.rank, fl.world, os.Getenv)
 	if err != nil {

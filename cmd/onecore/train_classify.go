@@ -53,6 +53,11 @@ stop, even SIGKILL, the same command with --resume continues bit for bit
   onecore train classify --from runs/base --data reviews.jsonl.zst --text-field body --label-field stars --out runs/stars --finetune --epochs 2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			d, err := normTrainData(data)
+			if err != nil {
+				return err
+			}
+			data = d
 			if from == "" || len(data) == 0 || out == "" || o.LabelField == "" {
 				return usageError{errors.New("--from, --data, --label-field and --out are required")}
 			}

@@ -55,6 +55,11 @@ with --resume continues bit for bit.
   onecore train extract --from base --data invoices.jsonl.zst --question 'What is the invoice number?' --out runs/inv --epochs 3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			d, err := normTrainData(data)
+			if err != nil {
+				return err
+			}
+			data = d
 			if from == "" || len(data) == 0 || out == "" {
 				return usageError{errors.New("--from, --data and --out are required")}
 			}

@@ -179,6 +179,11 @@ the last checkpoint with the same data order and random draws.
   onecore train pretrain --config runs/m1/config.json --init-from runs/m1 --data more/ --tokenizer runs/m1/tokenizer.json --out runs/m1b`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			d, err := normTrainData(data)
+			if err != nil {
+				return err
+			}
+			data = d
 			if len(data) == 0 || tokPath == "" || out == "" {
 				return usageError{errors.New("--data, --tokenizer and --out are required")}
 			}

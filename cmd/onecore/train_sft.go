@@ -42,6 +42,11 @@ SIGINT/SIGTERM; after any stop, even SIGKILL, the same command with
   onecore train sft --from runs/sft1 --data extract.jsonl --out runs/sft2 --prompt-field input --answer-field output --epochs 3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			d, err := normTrainData(data)
+			if err != nil {
+				return err
+			}
+			data = d
 			if from == "" || len(data) == 0 || out == "" {
 				return usageError{errors.New("--from, --data and --out are required")}
 			}
