@@ -423,16 +423,8 @@ func resolveOutput(out, format string, p jobs.Placement) (output, error) {
 		if l, err := blobstore.Parse(out); err == nil && l.Key == "" {
 			return output{}, fmt.Errorf("--out %s: give a prefix inside the bucket (s3://%s/PREFIX/): the bucket root would mix the output with everything else in it", out, l.Bucket)
 		}
-		switch format {
-		case "":
-			format = "parquet"
-		case "parquet", "arrow", "jsonl", "jsonl.zst":
-		default:
-			return output{}, fmt.Errorf("--format %q: want parquet, arrow, jsonl or jsonl.zst", format)
-		}
-		return output{dir: strings.TrimSuffix(out, "/"), format: format}, nil
-	}
-	if f := FormatOf(out); f != "" && !strings.HasSuffix(out, "/") {
+		// an object-storage prefix is a directory of parts: the same format rules below
+	} else if f := FormatOf(out); f != "" && !strings.HasSuffix(out, "/") {
 		if st, err := os.Stat(out); err == nil && st.IsDir() {
 			return output{dir: out, format: f}, nil
 		}

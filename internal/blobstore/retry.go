@@ -149,14 +149,6 @@ type countingRetryer struct {
 
 // RetryDelay implements aws.Retryer; it is called once per retry.
 func (r *countingRetryer) RetryDelay(attempt int, err error) (time.Duration, error) {
-	c := classify(err)
-	switch c {
-	case causeThrottle:
-		throttled.Add(1)
-	case causeNetwork:
-		network.Add(1)
-	default:
-		other.Add(1)
-	}
+	count(err)
 	return r.Standard.RetryDelay(attempt, err)
 }
