@@ -15,8 +15,11 @@
 #   only, model loading excluded for fastText; onecore's summary docs/s with
 #   --workers 1) as a table, and results.jsonl in WORK.
 #
-# Usage: bench/classify/run.sh [TASKS]     (default: all five)
+# Usage: bench/classify/run.sh [TASKS]     (default: all five; also: bible)
 #   WORK=/tmp/onecore-classify  CPU=1  AUTOTUNE=60  BASE=  MODELS=  MAX_TOKENS=256
+#   CURVE="32 64 128" (each onecore model also read at these --max-tokens:
+#   rows onecore-mtN, the accuracy-vs-throughput curve)
+#   PREP_ARGS="--root R --npm N" (for prep.py, run for tasks whose data is missing)
 #   ONECORE= (a built binary; default: built from this checkout into WORK)
 #   TRAIN_CPUS=$CPU (cores for `train classify`: its weights do not depend on
 #   --workers, so training on more cores changes only how long it takes)
@@ -37,7 +40,13 @@ fi
 mkdir -p "$work"
 py=/usr/bin/python3
 
-[[ -s $work/data/langid/test.jsonl ]] || $py "$here/prep.py" --out "$work/data"
+missing=()
+for task in ${tasks//,/ }; do [[ -s $work/data/$task/test.jsonl ]] || missing+=("$task"); done
+if ((${#missing[@]})); then
+  # shellcheck disable=SC2086
+  missing_list=$(IFS=,; echo "${missing[*]}")
+  $py "$here/prep.py" --out "$work/data" --tasks "$missing_list" ${PREP_ARGS:-}
+fi
 onecore=${ONECORE:-$work/onecore}
 [[ -n ${ONECORE:-} ]] || (cd "$root" && go build -o "$onecore" ./cmd/onecore)
 
@@ -115,12 +124,18 @@ PY
       --workers "$n_train_cpus" >"$w/onecore-train.log" 2>&1
   fi
   if [[ -n $model ]]; then
-    rm -rf "$w/onecore.jsonl"
-    taskset -c "$cpu" "$onecore" classify --model "$model" --in "$d/test.jsonl" --out "$w/onecore.jsonl" --workers 1 --no-pin \
-      --max-tokens "${MAX_TOKENS:-256}" --progress none --summary "$w/onecore-summary.json" >/dev/null 2>&1 || [[ $? == 3 ]]
-    read -r acc f1 < <($py "$here/score.py" --jsonl "$d/test.jsonl" "$w/onecore.jsonl")
-    dps=$($py -c "import json; print(round(json.load(open('$w/onecore-summary.json'))['docs_per_s'], 1))")
-    record "$task" "onecore" "$acc" "$f1" "$dps"
+    # the model at its training --max-tokens, then (CURVE) the same model
+    # reading fewer or more tokens: the accuracy-vs-throughput curve
+    for mt in "${MAX_TOKENS:-256}" ${CURVE:-}; do
+      name=onecore suffix=""
+      if [[ $mt != "${MAX_TOKENS:-256}" ]]; then name=onecore-mt$mt suffix=-mt$mt; fi
+      rm -rf "$w/onecore$suffix.jsonl"
+      taskset -c "$cpu" "$onecore" classify --model "$model" --in "$d/test.jsonl" --out "$w/onecore$suffix.jsonl" --workers 1 --no-pin \
+        --max-tokens "$mt" --progress none --summary "$w/onecore$suffix-summary.json" >/dev/null 2>&1 || [[ $? == 3 ]]
+      read -r acc f1 < <($py "$here/score.py" --jsonl "$d/test.jsonl" "$w/onecore$suffix.jsonl")
+      dps=$($py -c "import json; print(round(json.load(open('$w/onecore$suffix-summary.json'))['docs_per_s'], 1))")
+      record "$task" "$name" "$acc" "$f1" "$dps"
+    done
   fi
   if [[ $task == langid ]]; then
     # the off-the-shelf detectors, and every system on the languages each knows

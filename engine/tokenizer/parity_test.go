@@ -39,8 +39,31 @@ var (
 	wordPieceErr  error
 )
 
-// wordPieceFile builds the WordPiece tokenizer files (see tokenizerFile).
+// wordPieceEnv names the folder of WordPiece files a process already built,
+// for the processes it starts: a fuzz coordinator's workers each run the
+// fuzz function's setup, and building the parity corpus and running node in
+// every worker took longer than the whole -fuzztime (FuzzEncode failed with
+// "context deadline exceeded" before its baseline coverage was gathered).
+const wordPieceEnv = "ONECORE_TEST_WORDPIECE_DIR"
+
+// wordPieceFile builds the WordPiece tokenizer files (see tokenizerFile),
+// or takes them from the folder wordPieceEnv names. Only a process that
+// built the folder removes it (TestMain).
 func wordPieceFile(t testing.TB, notype bool) string {
+	t.Helper()
+	dir := os.Getenv(wordPieceEnv)
+	if dir == "" {
+		dir = buildWordPiece(t)
+	}
+	if notype {
+		return filepath.Join(dir, "bertnotype.json")
+	}
+	return filepath.Join(dir, "bert.json")
+}
+
+// buildWordPiece runs the oracle's make_wordpiece.js once per process and
+// exports the folder in wordPieceEnv for child processes.
+func buildWordPiece(t testing.TB) string {
 	t.Helper()
 	_, corpus := parityCorpus(t)
 	nm := testenv.NodeModules(t)
@@ -49,6 +72,11 @@ func wordPieceFile(t testing.TB, notype bool) string {
 		if wordPieceDir, wordPieceErr = os.MkdirTemp("", "onecore-wordpiece-*"); wordPieceErr != nil {
 			return
 		}
+		defer func() {
+			if wordPieceErr == nil {
+				wordPieceErr = os.Setenv(wordPieceEnv, wordPieceDir)
+			}
+		}()
 		for _, variant := range []string{"", "notype"} {
 			out := filepath.Join(wordPieceDir, "bert"+variant+".json")
 			cmd := exec.Command(node, filepath.Join("testdata", "make_wordpiece.js"), corpus, out, variant)
@@ -62,10 +90,7 @@ func wordPieceFile(t testing.TB, notype bool) string {
 	if wordPieceErr != nil {
 		t.Fatal(wordPieceErr)
 	}
-	if notype {
-		return filepath.Join(wordPieceDir, "bertnotype.json")
-	}
-	return filepath.Join(wordPieceDir, "bert.json")
+	return wordPieceDir
 }
 
 // runOracle encodes the JSONL corpus with Hugging Face tokenizers.
