@@ -87,6 +87,9 @@ func TensorSpecs(cfg *Config) []TensorSpec {
 const (
 	HeadClsW = "head.cls.w" // [d_model, n_labels]
 	HeadClsB = "head.cls.b" // [n_labels]
+	// HeadClsQ is attention pooling's query (generation.json "pooling":
+	// "attention"): position t of a document weighs softmax_t(h_t·q).
+	HeadClsQ = "head.cls.q" // [d_model]
 )
 
 // Generation is generation.json: what decoding and tasks need besides the
@@ -108,6 +111,30 @@ type Generation struct {
 	// Thresholds are a multi-label head's per-label decision thresholds on
 	// the sigmoid probability, in label order (tuned on held-out data).
 	Thresholds []float32 `json:"thresholds,omitempty"`
+	// Pooling is how a document's positions become the one vector head.cls
+	// reads: PoolMean (also when empty), PoolLast or PoolAttention.
+	Pooling string `json:"pooling,omitempty"`
+}
+
+// Pooling kinds: how the classifier head sees a document (the final-norm
+// output at every position, pooled into one d_model vector).
+const (
+	// PoolMean averages every position (the default).
+	PoolMean = "mean"
+	// PoolLast takes the last position, which a causal model lets see the
+	// whole document.
+	PoolLast = "last"
+	// PoolAttention weighs the positions by softmax(h_t·q) with the
+	// learned query head.cls.q.
+	PoolAttention = "attention"
+)
+
+// PoolingKind is the classifier's pooling, PoolMean when unset.
+func (g *Generation) PoolingKind() string {
+	if g == nil || g.Pooling == "" {
+		return PoolMean
+	}
+	return g.Pooling
 }
 
 // Classifier head kinds: how generation.json says head.cls is read.
@@ -163,6 +190,11 @@ func (g *Generation) Validate(vocab, nLabels int) error {
 		}
 	default:
 		return fmt.Errorf("field \"head\": unknown head kind %q (want %s, %s or %s)", g.Head, HeadMulticlass, HeadMultilabel, HeadRegression)
+	}
+	switch g.PoolingKind() {
+	case PoolMean, PoolLast, PoolAttention:
+	default:
+		return fmt.Errorf("field \"pooling\": unknown pooling %q (want %s, %s or %s)", g.Pooling, PoolMean, PoolLast, PoolAttention)
 	}
 	if len(g.Thresholds) > 0 && g.HeadKind() != HeadMultilabel {
 		return fmt.Errorf("field \"thresholds\": only a %s head has thresholds (head is %s)", HeadMultilabel, g.HeadKind())
@@ -239,6 +271,15 @@ func LoadCheckpoint(dir string) (*Checkpoint, error) {
 		ck.Generation = g
 	case !errors.Is(err, os.ErrNotExist):
 		return nil, err
+	}
+	// attention pooling and its query come together (a query without it
+	// would be silently ignored, pooling without it cannot run)
+	_, hasQ := ck.Shapes[HeadClsQ]
+	switch att := ck.Generation.PoolingKind() == PoolAttention; {
+	case att && !hasQ:
+		return nil, fmt.Errorf("%s: generation.json asks for attention pooling but the checkpoint has no %s tensor", dir, HeadClsQ)
+	case hasQ && !att:
+		return nil, fmt.Errorf("%s: tensor %s is attention pooling's query but generation.json's pooling is %q", dir, HeadClsQ, ck.Generation.PoolingKind())
 	}
 	return ck, nil
 }
@@ -321,6 +362,10 @@ func validateHeads(cfg *Config, shapes map[string][]int) error {
 	}
 	w, hasW := shapes[HeadClsW]
 	b, hasB := shapes[HeadClsB]
+	q, hasQ := shapes[HeadClsQ]
+	if hasQ && (!hasW || !slices.Equal(q, []int{cfg.DModel})) {
+		return fmt.Errorf("tensor %q: shape %v, want [%d] beside %q", HeadClsQ, q, cfg.DModel, HeadClsW)
+	}
 	if !hasW && !hasB {
 		return nil
 	}

@@ -168,6 +168,56 @@ func TestCheckpointErrors(t *testing.T) {
 	}
 }
 
+// TestCheckpointPooling: the pooling field and attention pooling's query
+// are checked together at load (and at save, the query's shape).
+func TestCheckpointPooling(t *testing.T) {
+	cfg := smallConfig()
+	for _, tc := range []struct {
+		name    string
+		pooling string
+		q       int // values of head.cls.q; 0: none
+		want    string
+	}{
+		{"mean", "", 0, ""},
+		{"last", PoolLast, 0, ""},
+		{"attention", PoolAttention, cfg.DModel, ""},
+		{"unknown", "max", 0, `unknown pooling "max"`},
+		{"attention without query", PoolAttention, 0, "no head.cls.q tensor"},
+		{"query without attention", PoolLast, cfg.DModel, `pooling is "last"`},
+		{"query of the wrong size", PoolAttention, cfg.DModel + 1, `"head.cls.q"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := InitTensors(cfg, 3)
+			ts[HeadClsW] = make([]float32, cfg.DModel*2)
+			ts[HeadClsB] = []float32{0, 0}
+			if tc.q > 0 {
+				ts[HeadClsQ] = make([]float32, tc.q)
+			}
+			dir := filepath.Join(t.TempDir(), "ck")
+			err := SaveCheckpoint(dir, cfg, ts, &Generation{Labels: []string{"a", "b"}, Pooling: tc.pooling})
+			var ck *Checkpoint
+			if err == nil {
+				ck, err = LoadCheckpoint(dir)
+			}
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ck.Generation.PoolingKind() != map[string]string{"": PoolMean}[tc.pooling]+tc.pooling {
+					t.Errorf("pooling %q after a round trip, want %q", ck.Generation.PoolingKind(), tc.pooling)
+				}
+				if _, err := NewModel(ck); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
 // TestCheckpointNonFinite: a checkpoint with one NaN or ±Inf weight, in a
 // spec tensor or a head, stored as bf16 or f32, is refused at load with
 // the file, the tensor and the first bad element named (issue 19.12: it

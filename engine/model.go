@@ -21,7 +21,11 @@ type Model struct {
 
 	// Classifier head (nil without head.cls.w): fp32 [D×n], bias [n].
 	clsW, clsB []float32
-	nLabels    int
+	// pooling is the classifier's (PoolMean, PoolLast, PoolAttention);
+	// clsQ is attention pooling's query
+	pooling string
+	clsQ    []float32
+	nLabels int
 
 	// Span-extraction head (nil without head.span.w): fp32 [D×2], bias [2].
 	spanW, spanB []float32
@@ -178,6 +182,8 @@ func NewModelFor(ck *Checkpoint, kern amx.Kernel) (*Model, error) {
 		if m.clsB == nil {
 			m.clsB = make([]float32, m.nLabels)
 		}
+		m.pooling = ck.Generation.PoolingKind()
+		m.clsQ = ck.Tensors[HeadClsQ]
 	}
 	if w, ok := ck.Tensors[HeadSpanW]; ok {
 		if len(w) != 2*D {

@@ -48,6 +48,8 @@ type Result struct {
 	LogProbs []float32
 	Class    []float32
 	Span     []float32
+
+	poolRows []float32 // attention pooling: the document's rows so far
 }
 
 // DefaultPassTokens is how many tokens Prefill packs into one pass by
@@ -156,18 +158,37 @@ func (in *Instance) collect(docs [][]int32, idx []int, res []Result, want Want) 
 			}
 			r.Hidden = append(r.Hidden, in.xf[s.start*D:(s.start+s.n)*D]...)
 		}
-		if want.Mean || want.Classify {
+		meanHead := want.Classify && in.m.pooling == PoolMean
+		if want.Mean || meanHead {
 			if r.Mean == nil {
 				r.Mean = make([]float32, D)
 			}
 			in.blockAdd(r.Mean, s.start, s.n) // running sum, in position order
 			if s.final {
 				meanInPlace(r.Mean, len(doc))
-				if want.Classify {
+				if meanHead {
 					r.Class = in.m.classify(r.Mean)
 				}
 				if !want.Mean {
 					r.Mean = nil
+				}
+			}
+		}
+		if want.Classify && !meanHead {
+			switch in.m.pooling {
+			case PoolLast:
+				if s.final {
+					last := s.start + s.n - 1
+					r.Class = in.m.classify(in.xf[last*D : (last+1)*D])
+				}
+			case PoolAttention:
+				// every row is kept until the document's last piece: the
+				// softmax needs all scores, and one pass over all rows at
+				// the end gives the same bits however the document was cut
+				r.poolRows = append(r.poolRows, in.xf[s.start*D:(s.start+s.n)*D]...)
+				if s.final {
+					r.Class = in.m.classify(AttentionPool(r.poolRows, in.m.clsQ))
+					r.poolRows = nil
 				}
 			}
 		}
@@ -298,6 +319,42 @@ func (m *Model) classify(mean []float32) []float32 {
 	out := append([]float32(nil), m.clsB...)
 	for d, x := range mean {
 		amx.Axpy(x, m.clsW[d*n:(d+1)*n], out)
+	}
+	return out
+}
+
+// AttentionPool returns Σ_t a_t·h_t with a = softmax_t(h_t·q) over the
+// rows h_t of h (each len(q) wide), in float64 and position order. The
+// float64 sums make the result independent of SIMD width; a document of
+// one row returns that row.
+func AttentionPool(h, q []float32) []float32 {
+	D := len(q)
+	n := len(h) / D
+	scores := make([]float64, n)
+	mx := math.Inf(-1)
+	for t := range n {
+		var s float64
+		for i, v := range h[t*D : (t+1)*D] {
+			s += float64(v) * float64(q[i])
+		}
+		scores[t] = s
+		mx = math.Max(mx, scores[t])
+	}
+	var z float64
+	for t := range scores {
+		scores[t] = math.Exp(scores[t] - mx)
+		z += scores[t]
+	}
+	acc := make([]float64, D)
+	for t := range n {
+		a := scores[t] / z
+		for i, v := range h[t*D : (t+1)*D] {
+			acc[i] += a * float64(v)
+		}
+	}
+	out := make([]float32, D)
+	for i, v := range acc {
+		out[i] = float32(v)
 	}
 	return out
 }

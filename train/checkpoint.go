@@ -92,7 +92,11 @@ func LoadCheckpoint(dir string) (*Config, *Params[float32], *Generation, error) 
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	p := NewParams[float32](ParamSpecs(ck.Config, ck.NumLabels()))
+	specs := ParamSpecs(ck.Config, ck.NumLabels())
+	if _, ok := ck.Tensors[engine.HeadClsQ]; ok {
+		specs = append(specs, TensorSpec{engine.HeadClsQ, []int{ck.Config.DModel}})
+	}
+	p := NewParams[float32](specs)
 	for _, s := range p.Specs {
 		v, ok := ck.Tensors[s.Name]
 		if !ok {

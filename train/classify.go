@@ -29,7 +29,11 @@ type ClassifyOptions struct {
 	// per document, softmax), HeadMultilabel (a JSON array of labels per
 	// document, a sigmoid per label, thresholds tuned on the held-out
 	// split) or HeadRegression (a number per document, squared error).
-	Head          string
+	Head string
+	// Pooling is how the head sees a document: engine.PoolMean ("" too),
+	// PoolLast or PoolAttention (a learned query, head.cls.q, that starts
+	// at zero — the mean — and is learned in fine-tuning).
+	Pooling       string
 	Tokenizer     Tokenizer
 	TokenizerPath string
 
@@ -68,9 +72,19 @@ func (o *ClassifyOptions) fingerprint() string {
 	if k := o.headKind(); k != engine.HeadMulticlass {
 		v = append(v, k) // multiclass runs keep the fingerprint they had before heads had kinds
 	}
+	if pl := o.poolingKind(); pl != engine.PoolMean {
+		v = append(v, "pooling:"+pl) // likewise for mean-pooled runs
+	}
 	b, _ := json.Marshal(v)
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:8])
+}
+
+func (o *ClassifyOptions) poolingKind() string {
+	if o.Pooling == "" {
+		return engine.PoolMean
+	}
+	return o.Pooling
 }
 
 func (o *ClassifyOptions) headKind() string {
@@ -116,6 +130,16 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 		return nil, err
 	}
 	kind := o.headKind()
+	pooling := o.poolingKind()
+	switch pooling {
+	case engine.PoolMean, engine.PoolLast, engine.PoolAttention:
+	default:
+		return nil, fmt.Errorf("unknown pooling %q (want %s, %s or %s)", pooling, engine.PoolMean, engine.PoolLast, engine.PoolAttention)
+	}
+	if pooling == engine.PoolAttention && !o.Finetune {
+		// the query starts at zero (the mean) and only fine-tuning moves it
+		return nil, fmt.Errorf("attention pooling learns its query in fine-tuning: pass --finetune (or use --pooling mean or last)")
+	}
 	type rec struct {
 		text, label string
 		tags        []string // multilabel
@@ -218,7 +242,11 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 		log.Info("regression target", "mean", fmt.Sprintf("%.4g", tgt.shift), "std", fmt.Sprintf("%.4g", tgt.scale))
 	}
 
-	p := NewParams[float32](ParamSpecs(c, L))
+	specs := ParamSpecs(c, L)
+	if pooling == engine.PoolAttention {
+		specs = append(specs, TensorSpec{engine.HeadClsQ, []int{c.DModel}}) // zero: the mean
+	}
+	p := NewParams[float32](specs)
 	for _, s := range ParamSpecs(c, 0) {
 		copy(p.W(s.Name), src.W(s.Name))
 	}
@@ -236,12 +264,19 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 	dp := newDataParallel(c, p, workers, 0, log)
 	defer dp.close()
 	gen.Labels = labels
-	gen.Head, gen.Thresholds = "", nil
+	gen.Head, gen.Thresholds, gen.Pooling = "", nil, ""
 	if kind != engine.HeadMulticlass {
 		gen.Head = kind
 	}
+	if pooling != engine.PoolMean {
+		gen.Pooling = pooling
+	}
+	var poolQ []float32 // the master copy of attention pooling's query
+	if pooling == engine.PoolAttention {
+		poolQ = p.W(engine.HeadClsQ)
+	}
 
-	// feats computes every document's mean final-norm output, packs of
+	// feats computes every document's pooled final-norm output, packs of
 	// documents (up to 8192 tokens) spread over the workers.
 	feats := func(docs []labeledDoc) ([]float32, error) {
 		f := make([]float32, len(docs)*D)
@@ -272,7 +307,7 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 				w.m.reusePacks = true
 				off := 0
 				for k, d := range docs[i:j] {
-					meanRows(hf[off*D:(off+len(d.ids))*D], D, f[(i+k)*D:(i+k+1)*D])
+					poolRows(pooling, hf[off*D:(off+len(d.ids))*D], D, poolQ, f[(i+k)*D:(i+k+1)*D])
 					off += len(d.ids)
 				}
 			}
@@ -377,7 +412,7 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 					ids = append(ids, d.ids...)
 				}
 				hf := w.m.Forward(ids, 0)
-				l, dhf := headLoss(kind, w.p, hf, docs, L, len(batch))
+				l, dhf := headLoss(kind, pooling, w.p, hf, docs, L, len(batch))
 				w.m.Backward(dhf)
 				w.touch(ids)
 				mbLoss[k] = l
@@ -444,6 +479,94 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 		return nil, err
 	}
 	return rep, nil
+}
+
+// poolRows writes the pooled feature of one document's final-norm rows h
+// (each D wide) into dst: their mean, the last row, or the attention
+// pooling with query q (engine.AttentionPool's arithmetic).
+func poolRows[T Float](pooling string, h []T, D int, q []T, dst []T) {
+	switch pooling {
+	case engine.PoolLast:
+		copy(dst, h[len(h)-D:])
+	case engine.PoolAttention:
+		a := attentionWeights(h, D, q)
+		acc := make([]float64, D)
+		for t, at := range a {
+			for i, v := range h[t*D : (t+1)*D] {
+				acc[i] += at * float64(v)
+			}
+		}
+		for i, v := range acc {
+			dst[i] = T(v)
+		}
+	default:
+		meanRows(h, D, dst)
+	}
+}
+
+// attentionWeights is softmax_t(h_t·q) over the rows of h.
+func attentionWeights[T Float](h []T, D int, q []T) []float64 {
+	n := len(h) / D
+	a := make([]float64, n)
+	mx := math.Inf(-1)
+	for t := range n {
+		var s float64
+		for i, v := range h[t*D : (t+1)*D] {
+			s += float64(v) * float64(q[i])
+		}
+		a[t] = s
+		mx = math.Max(mx, a[t])
+	}
+	var z float64
+	for t := range a {
+		a[t] = math.Exp(a[t] - mx)
+		z += a[t]
+	}
+	for t := range a {
+		a[t] /= z
+	}
+	return a
+}
+
+// poolBackward writes dL/dh for one document's rows h given dL/dfeature
+// (dfeat) into dh, and for attention pooling adds dL/dq into gq. With
+// f = Σ a_t h_t, a = softmax(s), s_t = h_t·q:
+// dL/dh_t = a_t·g + a_t·(g·h_t − g·f)·q and dL/dq = Σ a_t·(g·h_t − g·f)·h_t.
+func poolBackward[T Float](pooling string, h []T, D int, q []T, dfeat []float64, dh []T, gq []T) {
+	n := len(h) / D
+	switch pooling {
+	case engine.PoolLast:
+		clear(dh)
+		for i, g := range dfeat {
+			dh[(n-1)*D+i] = T(g)
+		}
+	case engine.PoolAttention:
+		a := attentionWeights(h, D, q)
+		var gf float64 // g·f
+		for t, at := range a {
+			for i, v := range h[t*D : (t+1)*D] {
+				gf += at * float64(v) * dfeat[i]
+			}
+		}
+		for t, at := range a {
+			row := h[t*D : (t+1)*D]
+			var gh float64
+			for i, v := range row {
+				gh += float64(v) * dfeat[i]
+			}
+			c := at * (gh - gf) // dL/ds_t
+			for i := range row {
+				dh[t*D+i] = T(at*dfeat[i] + c*float64(q[i]))
+				gq[i] += T(c * float64(row[i]))
+			}
+		}
+	default:
+		for t := range n {
+			for i, g := range dfeat {
+				dh[t*D+i] = T(g / float64(n))
+			}
+		}
+	}
 }
 
 // meanRows writes the mean of the rows of h (each D wide) into dst.
@@ -527,12 +650,17 @@ func trainHead(kind string, p *Params[float32], feats []float32, docs []labeledD
 
 // headLoss is the mean head cross-entropy of a packed batch and its
 // gradient with respect to every position's final-norm output; head
-// gradients go to p.Grad. With norm > 0 the mean is over norm documents
-// (the batch is one micro-batch of a larger one).
-func headLoss[T Float](kind string, p *Params[T], hf []T, batch []labeledDoc, L, norm int) (float64, []T) {
+// gradients (and attention pooling's query's) go to p.Grad. With norm > 0
+// the mean is over norm documents (the batch is one micro-batch of a
+// larger one).
+func headLoss[T Float](kind, pooling string, p *Params[T], hf []T, batch []labeledDoc, L, norm int) (float64, []T) {
 	D := len(hf) / lenIDs(batch)
 	w, b := p.W("head.cls.w"), p.W("head.cls.b")
 	gw, gb := p.G("head.cls.w"), p.G("head.cls.b")
+	var q, gq []T
+	if pooling == engine.PoolAttention {
+		q, gq = p.W(engine.HeadClsQ), p.G(engine.HeadClsQ)
+	}
 	dhf := make([]T, len(hf))
 	feat := make([]T, D)
 	logits := make([]float64, L)
@@ -544,7 +672,7 @@ func headLoss[T Float](kind string, p *Params[T], hf []T, batch []labeledDoc, L,
 	off := 0
 	for _, d := range batch {
 		n := len(d.ids)
-		meanRows(hf[off*D:(off+n)*D], D, feat)
+		poolRows(pooling, hf[off*D:(off+n)*D], D, q, feat)
 		headLogits(w, b, feat, L, logits)
 		loss += headGrad(kind, logits, d) * inv
 		dfeat := make([]float64, D)
@@ -556,11 +684,7 @@ func headLoss[T Float](kind string, p *Params[T], hf []T, batch []labeledDoc, L,
 				dfeat[i] += float64(w[i*L+j]) * g
 			}
 		}
-		for t := off; t < off+n; t++ {
-			for i, g := range dfeat {
-				dhf[t*D+i] = T(g / float64(n))
-			}
-		}
+		poolBackward(pooling, hf[off*D:(off+n)*D], D, q, dfeat, dhf[off*D:(off+n)*D], gq)
 		off += n
 	}
 	return loss, dhf

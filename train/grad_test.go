@@ -3,6 +3,7 @@ package train
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -36,6 +37,15 @@ func tinyBatch() (ids, targets []int32, rowLen int) {
 }
 
 func randomParams64(c *Config, seed uint64) *Params[float64] { return randomParams64L(c, seed, 0) }
+
+// withTensor is p with one more tensor (zero), the others' values kept.
+func withTensor(p *Params[float64], s TensorSpec) *Params[float64] {
+	q := NewParams[float64](append(slices.Clone(p.Specs), s))
+	for _, sp := range p.Specs {
+		copy(q.W(sp.Name), p.W(sp.Name))
+	}
+	return q
+}
 
 func randomParams64L(c *Config, seed uint64, nLabels int) *Params[float64] {
 	p := NewParams[float64](ParamSpecs(c, nLabels))
@@ -135,19 +145,29 @@ func TestGradFiniteDifferences(t *testing.T) {
 // every head kind (multiclass softmax, multilabel sigmoids, regression).
 func TestGradClassifierHead(t *testing.T) {
 	for _, tc := range []struct {
-		kind string
-		L    int
-		ys   [][]float32
+		kind, pooling string
+		L             int
+		ys            [][]float32
 	}{
-		{"multiclass", 3, nil},
-		{"multilabel", 3, [][]float32{{1, 0, 1}, {0, 0, 0}, {0, 1, 0}}},
-		{"regression", 1, [][]float32{{0.7}, {-1.3}, {0.2}}},
+		{"multiclass", "", 3, nil},
+		{"multilabel", "", 3, [][]float32{{1, 0, 1}, {0, 0, 0}, {0, 1, 0}}},
+		{"regression", "", 1, [][]float32{{0.7}, {-1.3}, {0.2}}},
+		{"multiclass", "last", 3, nil},
+		{"multiclass", "attention", 3, nil},
+		{"regression", "attention", 1, [][]float32{{0.7}, {-1.3}, {0.2}}},
 	} {
-		t.Run(tc.kind, func(t *testing.T) {
+		t.Run(tc.kind+"/"+tc.pooling, func(t *testing.T) {
 			c := tinyConfig(true)
 			p := randomParams64L(c, 3, tc.L)
+			heads := []string{"head.cls.w", "head.cls.b"}
+			if tc.pooling == "attention" {
+				// a nonzero query (zero is the mean) so the softmax's own
+				// gradient is exercised
+				p = withTensor(p, TensorSpec{"head.cls.q", []int{c.DModel}})
+				heads = append(heads, "head.cls.q")
+			}
 			rng := rand.New(rand.NewPCG(3, 3))
-			for _, name := range []string{"head.cls.w", "head.cls.b"} {
+			for _, name := range heads {
 				for i := range p.W(name) {
 					p.W(name)[i] = rng.NormFloat64()
 				}
@@ -166,7 +186,7 @@ func TestGradClassifierHead(t *testing.T) {
 			}
 			checkGrads(t, p, func(grad bool) float64 {
 				hf := m.Forward(ids, 0)
-				l, dhf := headLoss(tc.kind, p, hf, batch, tc.L, 0)
+				l, dhf := headLoss(tc.kind, tc.pooling, p, hf, batch, tc.L, 0)
 				if grad {
 					m.Backward(dhf)
 				}

@@ -66,6 +66,15 @@ stop, even SIGKILL, the same command with --resume continues bit for bit
 			default:
 				return usageError{fmt.Errorf("--head %q: want multiclass, multilabel or regression", o.Head)}
 			}
+			switch o.Pooling {
+			case engine.PoolMean, engine.PoolLast:
+			case engine.PoolAttention:
+				if !o.Finetune {
+					return usageError{errors.New("--pooling attention learns its query in fine-tuning: add --finetune")}
+				}
+			default:
+				return usageError{fmt.Errorf("--pooling %q: want mean, last or attention", o.Pooling)}
+			}
 			from, err := resolveFrom(from)
 			if err != nil {
 				return err
@@ -102,6 +111,7 @@ stop, even SIGKILL, the same command with --resume continues bit for bit
 	f.StringVar(&out, "out", "", "output checkpoint directory")
 	f.StringVar(&o.TextField, "text-field", "text", "record field holding the document text")
 	f.StringVar(&o.LabelField, "label-field", "", "record field holding the label (multilabel: a JSON array of labels; regression: a number)")
+	f.StringVar(&o.Pooling, "pooling", "mean", "how the head sees a document: mean (of every position), last (position) or attention (a learned query; needs --finetune)")
 	f.StringVar(&o.Head, "head", "multiclass", "head kind: multiclass (one label, softmax), multilabel (any labels, a sigmoid and threshold per label) or regression (a number)")
 	f.IntVar(&o.MaxTokens, "max-tokens", 512, "tokens per document, <bos> included (longer ones are truncated)")
 	f.IntVar(&o.ValPermille, "val-permille", 100, "held-out documents per thousand")
