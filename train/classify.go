@@ -483,13 +483,13 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 
 // poolRows writes the pooled feature of one document's final-norm rows h
 // (each D wide) into dst: their mean, the last row, or the attention
-// pooling with query q (engine.AttentionPool's arithmetic).
+// pooling with query q (engine.AttentionPool's arithmetic, its weights from engine.AttentionWeights).
 func poolRows[T Float](pooling string, h []T, D int, q []T, dst []T) {
 	switch pooling {
 	case engine.PoolLast:
 		copy(dst, h[len(h)-D:])
 	case engine.PoolAttention:
-		a := attentionWeights(h, D, q)
+		a := engine.AttentionWeights(h, q)
 		acc := make([]float64, D)
 		for t, at := range a {
 			for i, v := range h[t*D : (t+1)*D] {
@@ -502,30 +502,6 @@ func poolRows[T Float](pooling string, h []T, D int, q []T, dst []T) {
 	default:
 		meanRows(h, D, dst)
 	}
-}
-
-// attentionWeights is softmax_t(h_t·q) over the rows of h.
-func attentionWeights[T Float](h []T, D int, q []T) []float64 {
-	n := len(h) / D
-	a := make([]float64, n)
-	mx := math.Inf(-1)
-	for t := range n {
-		var s float64
-		for i, v := range h[t*D : (t+1)*D] {
-			s += float64(v) * float64(q[i])
-		}
-		a[t] = s
-		mx = math.Max(mx, a[t])
-	}
-	var z float64
-	for t := range a {
-		a[t] = math.Exp(a[t] - mx)
-		z += a[t]
-	}
-	for t := range a {
-		a[t] /= z
-	}
-	return a
 }
 
 // poolBackward writes dL/dh for one document's rows h given dL/dfeature
@@ -541,7 +517,7 @@ func poolBackward[T Float](pooling string, h []T, D int, q []T, dfeat []float64,
 			dh[(n-1)*D+i] = T(g)
 		}
 	case engine.PoolAttention:
-		a := attentionWeights(h, D, q)
+		a := engine.AttentionWeights(h, q)
 		var gf float64 // g·f
 		for t, at := range a {
 			for i, v := range h[t*D : (t+1)*D] {

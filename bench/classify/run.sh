@@ -43,8 +43,8 @@ py=/usr/bin/python3
 missing=()
 for task in ${tasks//,/ }; do [[ -s $work/data/$task/test.jsonl ]] || missing+=("$task"); done
 if ((${#missing[@]})); then
-  # shellcheck disable=SC2086
   missing_list=$(IFS=,; echo "${missing[*]}")
+  # shellcheck disable=SC2086
   $py "$here/prep.py" --out "$work/data" --tasks "$missing_list" ${PREP_ARGS:-}
 fi
 onecore=${ONECORE:-$work/onecore}
