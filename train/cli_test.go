@@ -205,7 +205,7 @@ func TestCLITrainedCheckpointForward(t *testing.T) {
 	}
 	data := writeJSONL(t, recs)
 	run(t, "train", "sft", "--from", ck, "--data", data, "--out", filepath.Join(work, "sft"), "--epochs", "1", "--batch", "2", "--seq-len", "64", "--samples", "2")
-	out := run(t, "train", "classify", "--from", ck, "--data", data, "--label-field", "label", "--out", filepath.Join(work, "cls"), "--val-permille", "300", "--head-steps", "50")
+	out := run(t, "train", "classify", "--from", ck, "--data", data, "--label-field", "label", "--out", filepath.Join(work, "cls"), "--val-permille", "300", "--head-steps", "50", "--finetune=false")
 	if !strings.Contains(out, "held-out: accuracy") {
 		t.Errorf("classify printed no held-out report:\n%s", out)
 	}

@@ -309,3 +309,25 @@ func TestAttentionPoolMatchesTrainer(t *testing.T) {
 		}
 	}
 }
+
+// TestAutoEpochs: fine-tuning epochs scaled to the training tokens, clamped.
+func TestAutoEpochs(t *testing.T) {
+	for _, tc := range []struct {
+		tokens int64
+		want   float64
+	}{
+		{0, 1},
+		{-5, 1},
+		{1, AutoMaxEpochs},
+		{AutoFinetuneTokens / 10, AutoMaxEpochs},
+		{AutoFinetuneTokens / 6, 6},
+		{AutoFinetuneTokens / 3, 3},
+		{AutoFinetuneTokens * 2 / 3, 1.5},
+		{AutoFinetuneTokens, 1},
+		{AutoFinetuneTokens * 40, 1},
+	} {
+		if got := AutoEpochs(tc.tokens); got != tc.want {
+			t.Errorf("AutoEpochs(%d) = %g, want %g", tc.tokens, got, tc.want)
+		}
+	}
+}

@@ -6,7 +6,8 @@
 #     -autotune-validation on a 10 % slice of the training split (by hash),
 #     -autotune-duration AUTOTUNE seconds (0: skipped), killed past
 #     AUTOTUNE_LIMIT seconds (default 3 × AUTOTUNE + 600);
-#   onecore: `train classify --finetune` from BASE (a pretrained checkpoint)
+#   onecore: `train classify` (defaults: fine-tuned, epochs scaled to the data;
+#     TRAIN_ARGS adds flags, e.g. "--epochs 1") from BASE (a pretrained checkpoint)
 #     when BASE is set (it costs a training run per task), and any already
 #     trained classifier directories named in MODELS="task=DIR ..."; for
 #     langid also CLD2 (Debian libcld2) and CLD3 (npm cld3-asm), see
@@ -120,8 +121,8 @@ PY
     train_cpus=${TRAIN_CPUS:-$cpu}
     n_train_cpus=$(taskset -c "$train_cpus" nproc)
     [[ -f $model/model.safetensors ]] || taskset -c "$train_cpus" "$onecore" train classify --from "$BASE" \
-      --data "$d/train.jsonl" --label-field label --out "$model" --finetune --max-tokens "${MAX_TOKENS:-256}" \
-      --workers "$n_train_cpus" >"$w/onecore-train.log" 2>&1
+      --data "$d/train.jsonl" --label-field label --out "$model" --max-tokens "${MAX_TOKENS:-256}" \
+      --workers "$n_train_cpus" ${TRAIN_ARGS:-} >"$w/onecore-train.log" 2>&1
   fi
   if [[ -n $model ]]; then
     # the model at its training --max-tokens, then (CURVE) the same model
