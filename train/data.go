@@ -2,6 +2,7 @@ package train
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/onecore-dev/onecore/internal/blobstore"
 	"github.com/onecore-dev/onecore/readers"
 )
 
@@ -62,6 +64,14 @@ func listInputs(paths []string) ([]inputFile, error) {
 		out = append(out, inputFile{Path: path, Explicit: explicit, Size: st.Size(), ModNS: st.ModTime().UnixNano()})
 	}
 	for _, p := range paths {
+		if blobstore.Remote(p) {
+			objs, err := listRemote(p)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, objs...)
+			continue
+		}
 		matches := []string{p}
 		if strings.ContainsAny(p, "*?[") {
 			m, err := filepath.Glob(p)
@@ -111,6 +121,69 @@ func listInputs(paths []string) ([]inputFile, error) {
 	return out, nil
 }
 
+// listRemote is listInputs for an object-storage URL: the object itself
+// when the URL names one (explicit, like a file named on the command line),
+// else every object under it taken as a folder, sorted by key, with a
+// directory walk's rule (no component of the key below the prefix, but the
+// object's own name, starting with "."). Globs are not expanded: a listing
+// is by prefix.
+func listRemote(p string) ([]inputFile, error) {
+	ctx := context.Background()
+	if strings.ContainsAny(p, "*?[") {
+		return nil, fmt.Errorf("data %q: globs are not supported in object-storage URLs; give the prefix (a folder) instead", p)
+	}
+	l, err := blobstore.Parse(p)
+	if err != nil {
+		return nil, fmt.Errorf("data %q: %w", p, err)
+	}
+	if l.Key != "" && !strings.HasSuffix(l.Key, "/") {
+		size, mod, err := blobstore.Stat(ctx, p)
+		if err == nil {
+			return []inputFile{{Path: p, Explicit: true, Size: size, ModNS: mod}}, nil
+		}
+		if !blobstore.IsNotExist(err) {
+			return nil, fmt.Errorf("data %q: %w", p, err)
+		}
+	}
+	objs, err := blobstore.List(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("data %q: %w", p, err)
+	}
+	var out []inputFile
+	for _, o := range objs {
+		parts := strings.Split(o.Rel, "/")
+		hidden := false
+		for _, c := range parts[:len(parts)-1] {
+			hidden = hidden || strings.HasPrefix(c, ".")
+		}
+		if !hidden && !strings.HasSuffix(o.Rel, "/") {
+			out = append(out, inputFile{Path: o.Path, Size: o.Size, ModNS: o.ModNS})
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("data %q: no objects found under it", p)
+	}
+	return out, nil
+}
+
+// readAll reads a whole local file or object-storage object.
+func readAll(path string) ([]byte, error) {
+	if blobstore.Remote(path) {
+		return blobstore.ReadAll(context.Background(), path)
+	}
+	return os.ReadFile(path)
+}
+
+// openStream opens a local file or an object-storage object for one
+// sequential read (an object is streamed, resumed after a dropped
+// connection, never held whole in memory).
+func openStream(path string) (io.ReadCloser, error) {
+	if blobstore.Remote(path) {
+		return blobstore.OpenStream(context.Background(), path, -1)
+	}
+	return os.Open(path)
+}
+
 // readRows streams the rows of a Parquet/JSONL shard: fn gets the text
 // field and the keep fields (ok false when missing or null). Malformed rows
 // are counted and skipped; an unreadable file is an error.
@@ -145,7 +218,7 @@ func readFile(path, textField string, explicit bool, fn func(string) error) (int
 	if readers.FormatOf(path) != readers.FormatUnknown {
 		return readRows(path, textField, nil, func(_ int64, text string, _ []readers.Value) error { return fn(text) })
 	}
-	b, err := os.ReadFile(path)
+	b, err := readAll(path)
 	if err != nil {
 		return 0, fmt.Errorf("data: %w", err)
 	}

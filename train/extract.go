@@ -147,7 +147,7 @@ func readExtractRecords(paths []string, o *ExtractOptions, fn func(file string, 
 }
 
 func readExtractFile(path string, o *ExtractOptions, fn func(file string, line int, r ExtractRecord) error) error {
-	f, err := os.Open(path)
+	f, err := openStream(path)
 	if err != nil {
 		return fmt.Errorf("data: %w", err)
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/onecore-dev/onecore/internal/atomicfile"
+	"github.com/onecore-dev/onecore/internal/blobstore"
 	"github.com/onecore-dev/onecore/readers"
 )
 
@@ -104,6 +105,9 @@ func (o *TokenCacheOptions) fingerprint(files []inputFile) (string, error) {
 	abs := make([]inputFile, len(files))
 	for i, f := range files {
 		abs[i] = f
+		if blobstore.Remote(f.Path) {
+			continue // already absolute; size and modification time from the store
+		}
 		if p, err := filepath.Abs(f.Path); err == nil {
 			abs[i].Path = p
 		}

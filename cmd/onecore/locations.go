@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 
 	"github.com/onecore-dev/onecore/internal/blobstore"
 )
@@ -31,18 +30,9 @@ func normLoc(flag, p string) (string, error) {
 	return n[0], nil
 }
 
-// normTrainData normalizes train --data: local paths and file:// only for
-// now (training reads its data several times and seeks in it; object
-// storage input is not wired into the trainers yet).
+// normTrainData normalizes train --data: local paths, file:// and object
+// storage (the trainers read objects through the readers and the token
+// cache; an unknown scheme is a usage error).
 func normTrainData(data []string) ([]string, error) {
-	ps, err := normLocs("--data", data)
-	if err != nil {
-		return nil, err
-	}
-	for _, p := range ps {
-		if blobstore.Remote(p) {
-			return nil, usageError{fmt.Errorf("--data %s: object storage is not supported by train yet; copy the data to a local path first", p)}
-		}
-	}
-	return ps, nil
+	return normLocs("--data", data)
 }

@@ -26,7 +26,7 @@ func TestLocationSchemes(t *testing.T) {
 		{[]string{"extract", "--in", in, "--out", "gcs://b/out/"}, `--out gcs://b/out/: unknown scheme "gcs://"`},
 		{[]string{"train", "classify", "--from", "base", "--data", "ftp://h/x.jsonl", "--out", "m", "--label-field", "l"}, `--data ftp://h/x.jsonl: unknown scheme "ftp://"`},
 		{[]string{"train", "pretrain", "--data", "foo://x", "--tokenizer", "t.json", "--out", "m"}, `--data foo://x: unknown scheme`},
-		{[]string{"train", "sft", "--from", "base", "--data", "s3://b/x.jsonl", "--out", "m"}, `not supported by train yet`},
+		{[]string{"train", "sft", "--from", "base", "--data", "s3x://b/x.jsonl", "--out", "m"}, `--data s3x://b/x.jsonl: unknown scheme "s3x://"`},
 		{[]string{"extract", "--in", in, "--out", "s3://b/out/", "--claim", "flock"}, `no file locks`},
 		{[]string{"extract", "--in", in, "--out", "o/", "--claim", "lease"}, `only for object-storage output`},
 	} {

@@ -271,22 +271,32 @@ func Exists(ctx context.Context, p string) (bool, error) {
 
 // Size returns the size of the object p.
 func Size(ctx context.Context, p string) (int64, error) {
+	n, _, err := Stat(ctx, p)
+	return n, err
+}
+
+// Stat returns the size and modification time (Unix nanoseconds, 0 when
+// the store gives none) of the object p; a missing object is an error for
+// which IsNotExist is true.
+func Stat(ctx context.Context, p string) (size, modNS int64, err error) {
 	b, key, err := open(ctx, p)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	var n int64
 	err = withRetry(ctx, func() error {
 		a, err := b.Attributes(ctx, key)
 		if err == nil {
-			n = a.Size
+			size = a.Size
+			if !a.ModTime.IsZero() {
+				modNS = a.ModTime.UnixNano()
+			}
 		}
 		return err
 	})
 	if gcerrors.Code(err) == gcerrors.NotFound {
-		return 0, fmt.Errorf("%s: %w", p, os.ErrNotExist)
+		return 0, 0, fmt.Errorf("%s: %w", p, os.ErrNotExist)
 	}
-	return n, err
+	return size, modNS, err
 }
 
 // Delete removes the object p; a missing object is not an error.
@@ -307,6 +317,9 @@ type Object struct {
 	Path string // normalized remote path
 	Rel  string // key relative to the listed prefix
 	Size int64
+	// ModNS is the last modification time in Unix nanoseconds (0 when the
+	// store gives none): with Size, what a cache keyed by content uses.
+	ModNS int64
 }
 
 // List returns every object whose key starts with prefix+"/" (or every
@@ -335,7 +348,11 @@ func List(ctx context.Context, prefix string) ([]Object, error) {
 			if o.IsDir {
 				continue
 			}
-			out = append(out, Object{Path: Loc{l.Scheme, l.Bucket, o.Key}.String(), Rel: strings.TrimPrefix(o.Key, key), Size: o.Size})
+			var mod int64
+			if !o.ModTime.IsZero() {
+				mod = o.ModTime.UnixNano()
+			}
+			out = append(out, Object{Path: Loc{l.Scheme, l.Bucket, o.Key}.String(), Rel: strings.TrimPrefix(o.Key, key), Size: o.Size, ModNS: mod})
 		}
 	})
 	if err != nil {
