@@ -17,7 +17,9 @@
 # of the s3 numbers (a real object store would be another machine).
 #
 # Usage: bench/objstore/run.sh [DIR]     (default /tmp/onecore-objstore)
-#   BIG_MB=2048  SHARDS=24  CPUS=0,1  SLOW_DUTY=25  ONECORE=path (default:
+#   BIG_MB=2048  SHARDS=24  CPUS=0,1 (onecore's cores)  SERVER_CPUS=$CPUS (the
+#   S3 server's: e.g. CPUS=1 SERVER_CPUS=0 gives onecore one core of its own
+#   both ways)  SLOW_DUTY=25  ONECORE=path (default:
 #   built from this checkout)  VERSITYGW=path (default: $PATH, GOBIN,
 #   GOPATH/bin)
 set -euo pipefail
@@ -27,6 +29,7 @@ big_mb=${BIG_MB:-2048}
 shards=${SHARDS:-24}
 cpus=${CPUS:-0,1}
 duty=${SLOW_DUTY:-25}
+server_cpus=${SERVER_CPUS:-$cpus}
 mkdir -p "$dir"
 
 bin=${ONECORE:-}
@@ -46,7 +49,7 @@ fi
 store=$dir/store
 rm -rf "$store" && mkdir -p "$store/bench"
 port=$((20000 + RANDOM % 20000))
-ROOT_ACCESS_KEY=bench ROOT_SECRET_KEY=benchsecret "$vgw" --port "127.0.0.1:$port" posix "$store" >"$dir/versitygw.log" 2>&1 &
+ROOT_ACCESS_KEY=bench ROOT_SECRET_KEY=benchsecret taskset -c "$server_cpus" "$vgw" --port "127.0.0.1:$port" posix "$store" >"$dir/versitygw.log" 2>&1 &
 vgw_pid=$!
 trap 'kill $vgw_pid 2>/dev/null || true' EXIT
 export AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=benchsecret AWS_ENDPOINT_URL=http://127.0.0.1:$port AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
@@ -71,9 +74,13 @@ ln -f "$big" "$store/bench/big/" 2>/dev/null || cp "$big" "$store/bench/big/"
 cp "$small"/*.jsonl "$store/bench/small/"
 text_bytes=$((big_mb << 20))
 
-timed() { # label, then the command: prints wall seconds and peak RSS MB
-	local label=$1
+server_cpu() { # the S3 server's user+system CPU seconds so far
+	awk '{printf "%.2f", ($14 + $15) / 100}' "/proc/$vgw_pid/stat"
+}
+timed() { # label, then the command: sets wall (seconds), rss (MB), srv (server CPU seconds)
+	local label=$1 s0
 	shift
+	s0=$(server_cpu)
 	/usr/bin/time -v -o "$dir/time.log" taskset -c "$cpus" "$@" >"$dir/$label.json" 2>"$dir/$label.err" || {
 		echo "$label failed:" >&2
 		tail -20 "$dir/$label.err" >&2
@@ -81,11 +88,12 @@ timed() { # label, then the command: prints wall seconds and peak RSS MB
 	}
 	wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {n = split($2, t, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + t[i]; print s}' "$dir/time.log")
 	rss=$(awk -F': ' '/Maximum resident set size/ {printf "%d", $2 / 1024}' "$dir/time.log")
+	srv=$(awk -v a="$s0" -v b="$(server_cpu)" 'BEGIN {printf "%.1f", b - a}')
 }
 rows_out() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["rows_out"])' "$1"; }
 
 echo "1. convert one $(du -m "$big" | cut -f1) MiB Parquet shard ($big_mb MiB of text), cores $cpus"
-printf '   %-18s %8s %8s %8s\n' case wall_s MB/s RSS_MB
+printf '   %-18s %8s %8s %8s %10s\n' case wall_s MB/s RSS_MB server_cpu_s
 for round in 1 2; do
 	for where in local s3; do
 		if [[ $where == local ]]; then
@@ -95,13 +103,13 @@ for round in 1 2; do
 			timed conv-s3 "$bin" convert --in s3://bench/big/ --out "s3://bench/conv-out-$round/" --json
 			rm -rf "$store/bench/conv-out-$round"
 		fi
-		printf '   %-18s %8.2f %8.1f %8s\n' "$where (round $round)" "$wall" "$(awk -v b="$text_bytes" -v w="$wall" 'BEGIN {printf "%.1f", b / 1e6 / w}')" "$rss"
+		printf '   %-18s %8.2f %8.1f %8s %10s\n' "$where (round $round)" "$wall" "$(awk -v b="$text_bytes" -v w="$wall" 'BEGIN {printf "%.1f", b / 1e6 / w}')" "$rss" "$srv"
 	done
 done
 rm -rf "$dir/conv-out"
 
 echo "2. extract (spam classifier, --max-tokens 256) on $shards JSONL shards, cores $cpus"
-printf '   %-18s %8s %8s %8s %8s\n' case wall_s rows docs/s RSS_MB
+printf '   %-18s %8s %8s %8s %8s %10s\n' case wall_s rows docs/s RSS_MB server_cpu_s
 for round in 1 2; do
 	for where in local s3; do
 		if [[ $where == local ]]; then
@@ -113,7 +121,7 @@ for round in 1 2; do
 			n=$(rows_out "$dir/ex-s3.json")
 			rm -rf "$store/bench/ex-out-$round"
 		fi
-		printf '   %-18s %8.2f %8s %8.1f %8s\n' "$where (round $round)" "$wall" "$n" "$(awk -v n="$n" -v w="$wall" 'BEGIN {printf "%.1f", n / w}')" "$rss"
+		printf '   %-18s %8.2f %8s %8.1f %8s %10s\n' "$where (round $round)" "$wall" "$n" "$(awk -v n="$n" -v w="$wall" 'BEGIN {printf "%.1f", n / w}')" "$rss" "$srv"
 	done
 done
 rm -rf "$dir/ex-out"

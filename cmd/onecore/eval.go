@@ -23,6 +23,7 @@ type evalFlags struct {
 	pred       string
 	goldColumn string
 	predColumn string
+	head       string // auto, multiclass, multilabel or regression
 	jsonOut    string
 }
 
@@ -47,11 +48,23 @@ no row has as gold. A precision or recall with nothing to divide by is 0.
 
 Rows whose gold is null are counted and skipped (unlabelled rows are not
 errors); so are rows whose prediction is null. --json FILE also writes the
-same numbers as JSON.`,
+same numbers as JSON.
+
+Results of the other heads (--head auto tells them by the prediction
+column: a list is multilabel, a number regression):
+  multilabel  (classify's labels column; gold a list, or the JSON text of
+              one as --keep copies an array field): per-label precision,
+              recall, F1 and support, micro and macro averages, subset
+              accuracy (the whole set right) and Hamming loss (wrong
+              label decisions per row and label).
+  regression  (classify's value column; gold a number or its text): MAE,
+              RMSE, R² (1 − residual/total sum of squares) and Pearson r.`,
 		Example: `  onecore classify --in testdata/sample --out r.parquet --keep gold
   onecore eval --pred r.parquet --gold-column gold
   onecore classify --in reviews.parquet --out r/ --keep label:gold
-  onecore eval --pred r/ --gold-column gold --json metrics.json`,
+  onecore eval --pred r/ --gold-column gold --json metrics.json
+  onecore classify --model tagger --in posts.jsonl --out t.parquet --keep tags:gold
+  onecore eval --pred t.parquet --gold-column gold            # multilabel: labels vs gold`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runEval(cmd.OutOrStdout(), fl)
@@ -60,7 +73,8 @@ same numbers as JSON.`,
 	f := cmd.Flags()
 	f.StringVar(&fl.pred, "pred", "", "classify results: file (.parquet, .arrow, .jsonl, .jsonl.zst) or output directory")
 	f.StringVar(&fl.goldColumn, "gold-column", "", "column holding the gold label (e.g. from --keep label:gold)")
-	f.StringVar(&fl.predColumn, "pred-column", "label", "column holding the predicted label")
+	f.StringVar(&fl.predColumn, "pred-column", "", "column holding the prediction (default: the first of label, labels, value the results have)")
+	f.StringVar(&fl.head, "head", "auto", "what the results hold: multiclass (one label), multilabel (a list of labels), regression (a number); auto: from the prediction column's values")
 	f.StringVar(&fl.jsonOut, "json", "", "also write the metrics as JSON to this file")
 	rootCmd.AddCommand(cmd)
 }
@@ -69,20 +83,52 @@ func runEval(w io.Writer, fl evalFlags) error {
 	if fl.pred == "" || fl.goldColumn == "" {
 		return usageError{errors.New("eval needs --pred RESULTS and --gold-column COLUMN")}
 	}
-	if fl.predColumn == "" || fl.predColumn == fl.goldColumn {
-		return usageError{fmt.Errorf("--pred-column %q: want a column other than the gold one", fl.predColumn)}
+	if fl.head == "" {
+		fl.head = "auto"
+	}
+	switch fl.head {
+	case "auto", headMulticlass, headMultilabel, headRegression:
+	default:
+		return usageError{fmt.Errorf("--head %q: want auto, multiclass, multilabel or regression", fl.head)}
 	}
 	files, err := resultFiles(fl.pred)
 	if err != nil {
 		return err
 	}
-	var pairs []labelPair
-	for _, f := range files {
-		if err := readLabelPairs(f, fl.goldColumn, fl.predColumn, func(p labelPair) { pairs = append(pairs, p) }); err != nil {
+	if fl.predColumn == "" {
+		if fl.predColumn, err = defaultPredColumn(files[0]); err != nil {
 			return err
 		}
 	}
-	m, err := evaluate(pairs)
+	if fl.predColumn == fl.goldColumn {
+		return usageError{fmt.Errorf("--pred-column %q: want a column other than the gold one", fl.predColumn)}
+	}
+	var pairs []labelPair
+	for _, f := range files {
+		row := 0
+		if err := readLabelPairs(f, fl.goldColumn, fl.predColumn, func(p labelPair) {
+			row++
+			p.file, p.row = f, row
+			pairs = append(pairs, p)
+		}); err != nil {
+			return err
+		}
+	}
+	head := fl.head
+	if head == "auto" {
+		head = detectHead(pairs)
+	}
+	var m interface {
+		print(w io.Writer, goldCol, predCol string) error
+	}
+	switch head {
+	case headMultilabel:
+		m, err = evaluateMultilabel(pairs)
+	case headRegression:
+		m, err = evaluateRegression(pairs)
+	default:
+		m, err = evaluate(pairs)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", fl.pred, err)
 	}
@@ -104,6 +150,11 @@ func runEval(w io.Writer, fl evalFlags) error {
 type labelPair struct {
 	gold, pred           string
 	goldValid, predValid bool
+	// the same cells as typed values, for the multilabel and regression
+	// evaluations; file and row (1-based) name the row in errors
+	goldCell, predCell evalCell
+	file               string
+	row                int
 }
 
 // readLabelPairs calls fn with the gold and predicted label of every row of
@@ -125,10 +176,10 @@ func readLabelPairs(path, goldCol, predCol string, fn func(labelPair)) error {
 			for r := 0; r < int(rec.NumRows()); r++ {
 				lp := labelPair{goldValid: g.IsValid(r), predValid: p.IsValid(r)}
 				if lp.goldValid {
-					lp.gold = cell(g, r)
+					lp.gold, lp.goldCell = cell(g, r), arrowEvalCell(g, r)
 				}
 				if lp.predValid {
-					lp.pred = cell(p, r)
+					lp.pred, lp.predCell = cell(p, r), arrowEvalCell(p, r)
 				}
 				fn(lp)
 			}
@@ -172,12 +223,12 @@ func readJSONLPairs(path string, zst bool, goldCol, predCol string, fn func(labe
 			case goldCol:
 				seenGold = true
 				if vals[i] != nil {
-					lp.gold, lp.goldValid = jsonCell(vals[i]), true
+					lp.gold, lp.goldValid, lp.goldCell = jsonCell(vals[i]), true, jsonEvalCell(vals[i])
 				}
 			case predCol:
 				seenPred = true
 				if vals[i] != nil {
-					lp.pred, lp.predValid = jsonCell(vals[i]), true
+					lp.pred, lp.predValid, lp.predCell = jsonCell(vals[i]), true, jsonEvalCell(vals[i])
 				}
 			}
 		}
@@ -213,6 +264,7 @@ type classMetrics struct {
 
 // evalMetrics is everything eval reports, printed and written as JSON.
 type evalMetrics struct {
+	Head           string         `json:"head"`      // "multiclass"
 	Rows           int            `json:"rows"`      // rows read
 	NullGold       int            `json:"null_gold"` // skipped: gold is null
 	NullPred       int            `json:"null_pred"` // skipped: gold set, prediction null
@@ -233,7 +285,7 @@ type evalMetrics struct {
 // gold and predicted labels, sorted, so the confusion matrix is square and
 // a class the model never predicts (or never should) weighs in macro-F1.
 func evaluate(pairs []labelPair) (*evalMetrics, error) {
-	m := &evalMetrics{Rows: len(pairs)}
+	m := &evalMetrics{Head: headMulticlass, Rows: len(pairs)}
 	index := map[string]int{}
 	for _, p := range pairs {
 		switch {
@@ -269,12 +321,6 @@ func evaluate(pairs []labelPair) (*evalMetrics, error) {
 			m.Confusion[index[p.gold]][index[p.pred]]++
 		}
 	}
-	ratio := func(a, b int) float64 {
-		if b == 0 {
-			return 0
-		}
-		return float64(a) / float64(b)
-	}
 	for i, l := range m.Labels {
 		c := classMetrics{Label: l}
 		tp := m.Confusion[i][i]
@@ -300,18 +346,8 @@ func evaluate(pairs []labelPair) (*evalMetrics, error) {
 // print writes the metrics as plain text tables.
 func (m *evalMetrics) print(w io.Writer, goldCol, predCol string) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "rows       %d", m.Rows)
-	var skipped []string
-	if m.NullGold > 0 {
-		skipped = append(skipped, fmt.Sprintf("%d with a null %s", m.NullGold, goldCol))
-	}
-	if m.NullPred > 0 {
-		skipped = append(skipped, fmt.Sprintf("%d with a null %s", m.NullPred, predCol))
-	}
-	if len(skipped) > 0 {
-		fmt.Fprintf(bw, " (%d evaluated; skipped: %s)", m.Evaluated, strings.Join(skipped, ", "))
-	}
-	fmt.Fprintf(bw, "\naccuracy   %s (%d/%d)\nmacro-F1   %s\n\n", f4(m.Accuracy), m.Correct, m.Evaluated, f4(m.MacroF1))
+	printRows(bw, m.Rows, m.Evaluated, m.NullGold, m.NullPred, goldCol, predCol)
+	fmt.Fprintf(bw, "accuracy   %s (%d/%d)\nmacro-F1   %s\n\n", f4(m.Accuracy), m.Correct, m.Evaluated, f4(m.MacroF1))
 
 	rows := [][]string{{"class", "precision", "recall", "f1", "support"}}
 	for _, c := range m.Classes {

@@ -62,7 +62,8 @@ DuckDB, if installed, reads the same files with SQL; show needs nothing else.`,
 	rootCmd.AddCommand(cmd)
 }
 
-// errEnough stops reading once --limit rows are in.
+// errEnough stops reading once --limit rows are in (or, for eval, the
+// columns are known).
 var errEnough = errors.New("enough rows")
 
 func runShow(w io.Writer, path string, fl showFlags) error {
