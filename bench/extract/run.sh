@@ -15,6 +15,11 @@
 #   TRAIN_FLAGS=""     extra flags for train extract (e.g. "--epochs 3")
 #   WORKERS=           --workers for training (default: all usable cores)
 #   CORE=0             the core extraction is pinned to (docs/s per core)
+#   SFT=1              also generative SFT (item 2): `train sft` from BASE on
+#                      the same training records as prompt/answer pairs (the
+#                      default extract template; answer " none" when absent),
+#                      then `extract` decoding greedily (--abstain none)
+#   SFT_FLAGS=""       extra flags for train sft (default: --epochs 3)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 data=${1:?usage: run.sh DATA OUT}
@@ -55,14 +60,45 @@ for fam in $families; do
   n=$(wc -l <"$data/$fam.test.jsonl")
   bdps=$(python3 -c "import sys; print('%.0f' % ($n / ($(date +%s.%N) - $t0)))")
   row "$fam" regex "$(python3 "$here/score.py" "$data/$fam.test.jsonl" "$d/baseline.jsonl" --json)" "$bdps" 0
-  # what the model answers, not only its scores
-  python3 - "$data/$fam.test.jsonl" "$d/pred.jsonl" >"$d/examples.txt" <<'PY'
+  sft_pred=""
+  if [[ -n ${SFT:-} ]]; then
+    # generative extraction: the same records as prompt/answer pairs in the
+    # pipeline's default extract template, so `extract` prompts exactly as
+    # the model was trained
+    python3 - "$data/$fam.train.jsonl" >"$d/sft.train.jsonl" <<'PY'
+import json, sys
+for line in open(sys.argv[1], encoding="utf-8"):
+    r = json.loads(line)
+    prompt = r["text"] + "\nQuestion: " + r["question"] + "\nAnswer:"
+    print(json.dumps({"prompt": prompt, "answer": " " + (r["answer"] if r["answer"] is not None else "none")}, ensure_ascii=False))
+PY
+    t0=$(date +%s)
+    resume=(); [[ -f $d/sft/train_state/state.json ]] && resume=(--resume)
+    if [[ ! -f $d/sft/model.safetensors || -f $d/sft/train_state/state.json ]]; then
+      # shellcheck disable=SC2086
+      "$ONECORE" train sft --from "$base" --data "$d/sft.train.jsonl" --out "$d/sft" --seq-len 640 \
+        "${workers[@]}" "${resume[@]}" ${SFT_FLAGS:---epochs 3} >"$d/sft.log" 2>&1
+    fi
+    sft_s=$(( $(date +%s) - t0 ))
+    rm -rf "$d/sft-pred.jsonl"
+    taskset -c "$core" "$ONECORE" extract --task extract --model "$d/sft" --in "$data/$fam.test.jsonl" \
+      --question-field question --abstain none --max-new-tokens 48 --max-tokens 1024 --out "$d/sft-pred.jsonl" \
+      --workers 1 --progress none --summary "$d/sft-extract.json" >/dev/null 2>"$d/sft-extract.log"
+    sdps=$(python3 -c 'import json,sys; print("%.0f" % json.load(open(sys.argv[1]))["docs_per_s"])' "$d/sft-extract.json")
+    row "$fam" generative_sft "$(python3 "$here/score.py" "$data/$fam.test.jsonl" "$d/sft-pred.jsonl" --json)" "$sdps" "$sft_s"
+    sft_pred=$d/sft-pred.jsonl
+  fi
+  # what the models answer, not only their scores
+  python3 - "$data/$fam.test.jsonl" "$d/pred.jsonl" $sft_pred >"$d/examples.txt" <<'PY'
 import json, sys
 gold = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
-pred = {r["id"]: r for r in map(json.loads, open(sys.argv[2], encoding="utf-8"))}
+preds = [{r["id"]: r for r in map(json.loads, open(p, encoding="utf-8"))} for p in sys.argv[2:]]
+ans = lambda p: None if p.get("abstained") else p.get("answer")
 for g in gold[:25]:
-    p = pred[g["id"]]
-    print(f"{g['question']!r}  gold={g['answer']!r}  span_head={None if p.get('abstained') else p.get('answer')!r}")
+    line = f"{g['question']!r}  gold={g['answer']!r}  span_head={ans(preds[0][g['id']])!r}"
+    if len(preds) > 1:
+        line += f"  sft={ans(preds[1][g['id']])!r}"
+    print(line)
 PY
   head -8 "$d/examples.txt" >&2
 done
