@@ -196,24 +196,10 @@ func readLabelPairs(path, goldCol, predCol string, fn func(labelPair)) error {
 // is null there (the writers omit nothing, but hand-made files may); a file
 // where no row has the key is the missing-column error.
 func readJSONLPairs(path string, zst bool, goldCol, predCol string, fn func(labelPair)) error {
-	sc, closeFn, err := jsonlLines(path, zst)
-	if err != nil {
-		return err
-	}
-	defer closeFn()
 	var keys []string // every key seen, for the missing-column error
 	seenGold, seenPred := false, false
 	rows := 0
-	for n := 1; sc.Scan(); n++ {
-		if len(strings.TrimSpace(sc.Text())) == 0 {
-			continue
-		}
-		dec := json.NewDecoder(strings.NewReader(sc.Text()))
-		dec.UseNumber()
-		ks, vals, err := objectInOrder(dec)
-		if err != nil {
-			return fmt.Errorf("%s: line %d: %v", path, n, err)
-		}
+	err := eachJSONLObject(path, zst, func(ks []string, vals []any) error {
 		var lp labelPair
 		for i, k := range ks {
 			if indexOf(keys, k) < 0 {
@@ -234,9 +220,10 @@ func readJSONLPairs(path string, zst bool, goldCol, predCol string, fn func(labe
 		}
 		fn(lp)
 		rows++
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if rows > 0 && (!seenGold || !seenPred) {
 		return missingColumn(path, goldCol, predCol, seenGold, keys)

@@ -169,25 +169,12 @@ func resultColumns(path string) ([]string, error) {
 			return nil, err
 		}
 	case "jsonl", "jsonl.zst":
-		sc, closeFn, err := jsonlLines(path, f == "jsonl.zst")
-		if err != nil {
+		err := eachJSONLObject(path, f == "jsonl.zst", func(keys []string, _ []any) error {
+			cols = keys
+			return errEnough
+		})
+		if err != nil && !errors.Is(err, errEnough) {
 			return nil, err
-		}
-		defer closeFn()
-		for n := 1; sc.Scan(); n++ {
-			if len(strings.TrimSpace(sc.Text())) == 0 {
-				continue
-			}
-			dec := json.NewDecoder(strings.NewReader(sc.Text()))
-			dec.UseNumber()
-			ks, _, err := objectInOrder(dec)
-			if err != nil {
-				return nil, fmt.Errorf("%s: line %d: %v", path, n, err)
-			}
-			return ks, nil
-		}
-		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	default:
 		return nil, usageError{fmt.Errorf("%s: not a results file (want .parquet, .arrow, .jsonl or .jsonl.zst)", path)}
@@ -224,6 +211,32 @@ type multilabelMetrics struct {
 	Labels         []labelMetrics `json:"labels"` // sorted by label
 }
 
+// scoredPairs converts gold and prediction of every row that has both with
+// conv, counting the rows with a null gold or prediction; a value conv
+// refuses is an error naming the file and row.
+func scoredPairs[T any](pairs []labelPair, conv func(evalCell) (T, error), nullGold, nullPred *int) (gold, pred []T, err error) {
+	for _, p := range pairs {
+		switch {
+		case !p.goldValid:
+			*nullGold++
+			continue
+		case !p.predValid:
+			*nullPred++
+			continue
+		}
+		g, err := conv(p.goldCell)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: row %d: gold %v", p.file, p.row, err)
+		}
+		v, err := conv(p.predCell)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: row %d: prediction %v", p.file, p.row, err)
+		}
+		gold, pred = append(gold, g), append(pred, v)
+	}
+	return gold, pred, nil
+}
+
 // evaluateMultilabel scores predicted label sets against gold sets. The
 // labels are every label seen in a gold or predicted set; duplicates in a
 // set count once.
@@ -239,26 +252,14 @@ func evaluateMultilabel(pairs []labelPair) (*multilabelMetrics, error) {
 		}
 		return c
 	}
+	golds, preds, err := scoredPairs(pairs, evalCell.asList, &m.NullGold, &m.NullPred)
+	if err != nil {
+		return nil, err
+	}
+	m.Evaluated = len(golds)
 	var wrong int // label decisions that differ: |gold Δ pred| summed over rows
-	for _, p := range pairs {
-		switch {
-		case !p.goldValid:
-			m.NullGold++
-			continue
-		case !p.predValid:
-			m.NullPred++
-			continue
-		}
-		gl, err := p.goldCell.asList()
-		if err != nil {
-			return nil, fmt.Errorf("%s: row %d: gold %v", p.file, p.row, err)
-		}
-		pl, err := p.predCell.asList()
-		if err != nil {
-			return nil, fmt.Errorf("%s: row %d: prediction %v", p.file, p.row, err)
-		}
-		m.Evaluated++
-		gs, ps := set(gl), set(pl)
+	for i := range golds {
+		gs, ps := set(golds[i]), set(preds[i])
 		for l := range gs {
 			get(l).gold++
 			if ps[l] {
@@ -366,25 +367,9 @@ type regressionMetrics struct {
 // evaluateRegression scores predicted numbers against gold numbers.
 func evaluateRegression(pairs []labelPair) (*regressionMetrics, error) {
 	m := &regressionMetrics{Head: headRegression, Rows: len(pairs)}
-	var gs, ps []float64
-	for _, p := range pairs {
-		switch {
-		case !p.goldValid:
-			m.NullGold++
-			continue
-		case !p.predValid:
-			m.NullPred++
-			continue
-		}
-		g, err := p.goldCell.asNumber()
-		if err != nil {
-			return nil, fmt.Errorf("%s: row %d: gold %v", p.file, p.row, err)
-		}
-		v, err := p.predCell.asNumber()
-		if err != nil {
-			return nil, fmt.Errorf("%s: row %d: prediction %v", p.file, p.row, err)
-		}
-		gs, ps = append(gs, g), append(ps, v)
+	gs, ps, err := scoredPairs(pairs, evalCell.asNumber, &m.NullGold, &m.NullPred)
+	if err != nil {
+		return nil, err
 	}
 	m.Evaluated = len(gs)
 	if m.Evaluated == 0 {

@@ -11,9 +11,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-
-	"github.com/onecore-dev/onecore/writers"
 )
 
 // evalRows is the hand-computed example: gold c is never predicted, and
@@ -55,29 +52,17 @@ func writeEvalInputs(t *testing.T, dir string) []string {
 		{Name: "gold", Type: arrow.BinaryTypes.String, Nullable: true},
 	}, nil)
 	write := func(path string, rows [][2]string) {
-		b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-		defer b.Release()
-		for _, r := range rows {
-			b.Field(0).(*array.StringBuilder).Append("x")
-			b.Field(1).(*array.StringBuilder).Append(r[1])
-			if r[0] == "" {
-				b.Field(2).(*array.StringBuilder).AppendNull()
-			} else {
-				b.Field(2).(*array.StringBuilder).Append(r[0])
+		writeParquet(t, path, schema, func(b *array.RecordBuilder) {
+			for _, r := range rows {
+				b.Field(0).(*array.StringBuilder).Append("x")
+				b.Field(1).(*array.StringBuilder).Append(r[1])
+				if r[0] == "" {
+					b.Field(2).(*array.StringBuilder).AppendNull()
+				} else {
+					b.Field(2).(*array.StringBuilder).Append(r[0])
+				}
 			}
-		}
-		rec := b.NewRecordBatch()
-		defer rec.Release()
-		w, err := writers.Create(path, writers.Parquet, schema, writers.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Write(rec); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
+		})
 	}
 	pq := filepath.Join(dir, "r.parquet")
 	write(pq, evalRows)

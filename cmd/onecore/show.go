@@ -207,23 +207,9 @@ func fmtFloat(v float64) string {
 // readJSONL reads JSON Lines rows; the columns are the keys in order of
 // first appearance.
 func (t *table) readJSONL(path string, zst bool) error {
-	sc, closeFn, err := jsonlLines(path, zst)
-	if err != nil {
-		return err
-	}
-	defer closeFn()
-	for n := 1; sc.Scan(); n++ {
+	return eachJSONLObject(path, zst, func(keys []string, vals []any) error {
 		if t.full() {
 			return errEnough
-		}
-		if len(strings.TrimSpace(sc.Text())) == 0 {
-			continue
-		}
-		dec := json.NewDecoder(strings.NewReader(sc.Text()))
-		dec.UseNumber()
-		keys, vals, err := objectInOrder(dec)
-		if err != nil {
-			return fmt.Errorf("%s: line %d: %v", path, n, err)
 		}
 		for _, k := range keys {
 			if indexOf(t.header, k) < 0 {
@@ -241,8 +227,8 @@ func (t *table) readJSONL(path string, zst bool) error {
 			row[indexOf(t.header, k)] = jsonCell(vals[i])
 		}
 		t.rows = append(t.rows, row)
-	}
-	return sc.Err()
+		return nil
+	})
 }
 
 // objectInOrder decodes one JSON object keeping its keys' order.
@@ -400,26 +386,44 @@ func indexOf(s []string, v string) int {
 	return -1
 }
 
-// jsonlLines opens a JSON Lines results file (plain or zstd) for reading
-// line by line, with room for long lines (an embedding row, a long answer);
-// closeFn releases the file and the decoder.
-func jsonlLines(path string, zst bool) (sc *bufio.Scanner, closeFn func(), err error) {
+// eachJSONLObject calls fn with the keys (in file order) and values of
+// every non-blank line of a JSON Lines results file (plain or zstd), with
+// room for long lines (an embedding row, a long answer). A line that is not
+// a JSON object is an error naming the file and line; an error of fn stops
+// the read and is returned as it is (errEnough, say).
+func eachJSONLObject(path string, zst bool, fn func(keys []string, vals []any) error) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
+	defer f.Close()
 	var r io.Reader = f
-	closeFn = func() { f.Close() }
 	if zst {
 		d, err := zstd.NewReader(f)
 		if err != nil {
-			f.Close()
-			return nil, nil, err
+			return err
 		}
+		defer d.Close()
 		r = d
-		closeFn = func() { d.Close(); f.Close() }
 	}
-	sc = bufio.NewScanner(r)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<30)
-	return sc, closeFn, nil
+	for n := 1; sc.Scan(); n++ {
+		if len(strings.TrimSpace(sc.Text())) == 0 {
+			continue
+		}
+		dec := json.NewDecoder(strings.NewReader(sc.Text()))
+		dec.UseNumber()
+		keys, vals, err := objectInOrder(dec)
+		if err != nil {
+			return fmt.Errorf("%s: line %d: %v", path, n, err)
+		}
+		if err := fn(keys, vals); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }
