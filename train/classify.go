@@ -15,8 +15,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
+	"github.com/onecore-dev/onecore/amx"
 	"github.com/onecore-dev/onecore/engine"
 )
 
@@ -362,7 +364,7 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 		if err != nil {
 			return nil, err
 		}
-		trainHead(kind, p, trF, trainDocs, L, o.HeadEpochs, o.HeadLR, o.WeightDecay)
+		trainHead(kind, p, trF, trainDocs, L, o.HeadEpochs, o.HeadLR, o.WeightDecay, workers)
 		rep = evalHead(kind, p, vaF, valDocs, L, tgt)
 		logReport(log, "head (frozen body)", rep)
 		opt = NewAdamW(p, o.WeightDecay)
@@ -631,33 +633,77 @@ func softmaxCE(logits []float64, y int) float64 {
 	return loss
 }
 
-// trainHead fits head.cls on fixed features with full-batch AdamW.
-func trainHead(kind string, p *Params[float32], feats []float32, docs []labeledDoc, L, epochs int, lr, wd float64) {
+// headFitChunks is how many fixed slices of the training documents the
+// head fit's gradient is summed over: each slice's partial sum is computed
+// by whichever worker takes it, and the partials are added in slice order,
+// so the result is the same for any number of workers.
+const headFitChunks = 16
+
+// trainHead fits head.cls (from zero) on frozen features: epochs
+// full-batch AdamW steps with a cosine learning rate. Each step's
+// gradient is summed over headFitChunks fixed slices of the documents,
+// spread over workers goroutines (a head fit over ~10^5 documents is
+// 10^11–10^12 multiply-adds: the SIMD row updates and the cores matter).
+func trainHead(kind string, p *Params[float32], feats []float32, docs []labeledDoc, L, epochs int, lr, wd float64, workers int) {
 	D := len(feats) / len(docs)
 	w, b := p.W("head.cls.w"), p.W("head.cls.b")
 	clear(w)
 	clear(b)
 	sub := NewParams[float32]([]TensorSpec{{"head.cls.w", []int{D, L}}, {"head.cls.b", []int{L}}})
 	opt := NewAdamW(sub, wd)
-	logits := make([]float64, L)
+	type partial struct{ gw, gb []float32 }
+	parts := make([]partial, headFitChunks)
+	for c := range parts {
+		parts[c] = partial{make([]float32, D*L), make([]float32, L)}
+	}
+	inv := 1 / float64(len(docs))
+	chunk := func(c int) {
+		gw, gb := parts[c].gw, parts[c].gb
+		clear(gw)
+		clear(gb)
+		logits32 := make([]float32, L)
+		logits := make([]float64, L)
+		g32 := make([]float32, L)
+		for k := c * len(docs) / headFitChunks; k < (c+1)*len(docs)/headFitChunks; k++ {
+			f := feats[k*D : (k+1)*D]
+			copy(logits32, b)
+			for i, fv := range f {
+				amx.Axpy(fv, w[i*L:(i+1)*L], logits32)
+			}
+			for j, v := range logits32 {
+				logits[j] = float64(v)
+			}
+			headGrad(kind, logits, docs[k])
+			for j, g := range logits {
+				g32[j] = float32(g * inv)
+			}
+			amx.Add(gb, g32)
+			for i, fv := range f {
+				amx.Axpy(fv, g32, gw[i*L:(i+1)*L])
+			}
+		}
+	}
+	workers = max(1, min(workers, headFitChunks))
 	for e := 0; e < epochs; e++ {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for c := int(next.Add(1) - 1); c < headFitChunks; c = int(next.Add(1) - 1) {
+					chunk(c)
+				}
+			}()
+		}
+		wg.Wait()
 		sub.ZeroGrad()
 		copy(sub.W("head.cls.w"), w)
 		copy(sub.W("head.cls.b"), b)
 		gw, gb := sub.G("head.cls.w"), sub.G("head.cls.b")
-		inv := 1 / float64(len(docs))
-		for k, d := range docs {
-			f := feats[k*D : (k+1)*D]
-			headLogits(w, b, f, L, logits)
-			headGrad(kind, logits, d)
-			for j, g := range logits {
-				gb[j] += float32(g * inv)
-			}
-			for i, fv := range f {
-				for j, g := range logits {
-					gw[i*L+j] += float32(float64(fv) * g * inv)
-				}
-			}
+		for _, pt := range parts { // in slice order: the same sum for any workers
+			amx.Add(gw, pt.gw)
+			amx.Add(gb, pt.gb)
 		}
 		opt.Update(sub, lr*0.5*(1+math.Cos(math.Pi*float64(e)/float64(epochs))), 1)
 		copy(w, sub.W("head.cls.w"))
