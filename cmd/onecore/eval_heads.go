@@ -14,14 +14,16 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/onecore-dev/onecore/engine"
 	"github.com/onecore-dev/onecore/pipeline"
 )
 
-// The kinds of classify results eval scores (--head).
+// The kinds of classify results eval scores (--head): the head kinds a
+// checkpoint records.
 const (
-	headMulticlass = "multiclass"
-	headMultilabel = "multilabel"
-	headRegression = "regression"
+	headMulticlass = engine.HeadMulticlass
+	headMultilabel = engine.HeadMultilabel
+	headRegression = engine.HeadRegression
 )
 
 // evalCell is one results cell as a typed value: a list (an Arrow list or

@@ -25,6 +25,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
@@ -286,10 +287,7 @@ func Stat(ctx context.Context, p string) (size, modNS int64, err error) {
 	err = withRetry(ctx, func() error {
 		a, err := b.Attributes(ctx, key)
 		if err == nil {
-			size = a.Size
-			if !a.ModTime.IsZero() {
-				modNS = a.ModTime.UnixNano()
-			}
+			size, modNS = a.Size, unixNano(a.ModTime)
 		}
 		return err
 	})
@@ -297,6 +295,15 @@ func Stat(ctx context.Context, p string) (size, modNS int64, err error) {
 		return 0, 0, fmt.Errorf("%s: %w", p, os.ErrNotExist)
 	}
 	return size, modNS, err
+}
+
+// unixNano is a store's modification time in Unix nanoseconds, 0 when it
+// gives none.
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
 }
 
 // Delete removes the object p; a missing object is not an error.
@@ -348,11 +355,7 @@ func List(ctx context.Context, prefix string) ([]Object, error) {
 			if o.IsDir {
 				continue
 			}
-			var mod int64
-			if !o.ModTime.IsZero() {
-				mod = o.ModTime.UnixNano()
-			}
-			out = append(out, Object{Path: Loc{l.Scheme, l.Bucket, o.Key}.String(), Rel: strings.TrimPrefix(o.Key, key), Size: o.Size, ModNS: mod})
+			out = append(out, Object{Path: Loc{l.Scheme, l.Bucket, o.Key}.String(), Rel: strings.TrimPrefix(o.Key, key), Size: o.Size, ModNS: unixNano(o.ModTime)})
 		}
 	})
 	if err != nil {
