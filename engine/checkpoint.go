@@ -114,6 +114,10 @@ type Generation struct {
 	// Pooling is how a document's positions become the one vector head.cls
 	// reads: PoolMean (also when empty), PoolLast or PoolAttention.
 	Pooling string `json:"pooling,omitempty"`
+	// SpanThreshold is added to a span head's "not present" score before
+	// it is compared with the best span's (train extract tunes it on the
+	// held-out split; a job's span_threshold shifts it further).
+	SpanThreshold float64 `json:"span_threshold,omitempty"`
 }
 
 // Pooling kinds: how the classifier head sees a document (the final-norm

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math"
+	"sort"
 	"strings"
 	"unicode/utf8"
 )
@@ -60,8 +61,9 @@ type SpanResult struct {
 	LogProb float64
 	Abstain bool
 	// BestSpan is the start+end score of the best non-null span (−Inf for
-	// an empty document), kept for threshold tuning.
-	BestSpan float64
+	// an empty document) and Null the null span's score, kept for
+	// threshold tuning: SpanDecode abstains iff Null+threshold ≥ BestSpan.
+	BestSpan, Null float64
 }
 
 // SpanDecode picks the best span s ≤ e < s+maxSpan by start[s]+end[e] over
@@ -80,12 +82,95 @@ func SpanDecode(start, end []float64, maxSpan int, threshold float64) SpanResult
 			}
 		}
 	}
-	r := SpanResult{S: bs, E: be, BestSpan: best}
+	r := SpanResult{S: bs, E: be, BestSpan: best, Null: null}
 	if bs == SpanNull || null+threshold >= best {
 		r.S, r.E, r.Abstain = SpanNull, SpanNull, true
 	}
 	r.LogProb = LogSoftmaxAt(start, r.S+1) + LogSoftmaxAt(end, r.E+1)
 	return r
+}
+
+// CalibrateSpanThreshold picks the threshold SpanDecode adds to the null
+// score, from held-out decodes: margin[k] = BestSpan − Null of example k,
+// answerOK[k] whether its best span is the gold answer, abstainOK[k]
+// whether the gold is "not present". With threshold t, example k abstains
+// iff t ≥ margin[k], so exact match is a step function of t that changes
+// only at the margins. The result maximises held-out exact match; it is 0
+// (the head's own decision) whenever 0 already does, else the midpoint of
+// the best interval nearest to 0, so a small held-out set moves the
+// decision only where it measurably helps. Ties between equal intervals go
+// to the one nearest 0, then the lower.
+func CalibrateSpanThreshold(margin []float64, answerOK, abstainOK []bool) (threshold float64, exact int) {
+	n := len(margin)
+	ord := make([]int, 0, n)
+	for k := range margin {
+		if !math.IsInf(margin[k], -1) && !math.IsNaN(margin[k]) {
+			ord = append(ord, k)
+		}
+	}
+	// examples that always abstain (no span at all) count as abstentions
+	// at every threshold
+	base := 0
+	for k := range margin {
+		if (math.IsInf(margin[k], -1) || math.IsNaN(margin[k])) && abstainOK[k] {
+			base++
+		}
+	}
+	sort.Slice(ord, func(a, b int) bool {
+		if margin[ord[a]] != margin[ord[b]] {
+			return margin[ord[a]] < margin[ord[b]]
+		}
+		return ord[a] < ord[b]
+	})
+	// interval i is t in [m_{i-1}, m_i) (m_{-1} = −Inf, m_len = +Inf):
+	// examples ord[:i] abstain, ord[i:] answer
+	score := base
+	for _, k := range ord {
+		if answerOK[k] {
+			score++
+		}
+	}
+	zero := func(lo, hi float64) bool { return lo <= 0 && 0 < hi }
+	bestScore, bestT, bestDist := -1, 0.0, math.Inf(1)
+	i := 0
+	for {
+		lo, hi := math.Inf(-1), math.Inf(1)
+		if i > 0 {
+			lo = margin[ord[i-1]]
+		}
+		if i < len(ord) {
+			hi = margin[ord[i]]
+		}
+		if lo < hi {
+			var t, dist float64
+			switch {
+			case zero(lo, hi):
+				t, dist = 0, 0
+			case math.IsInf(lo, -1):
+				t, dist = hi-1, math.Abs(hi-1)
+			case math.IsInf(hi, 1):
+				t, dist = lo+1, math.Abs(lo+1)
+			default:
+				t = (lo + hi) / 2
+				dist = math.Abs(t)
+			}
+			if score > bestScore || (score == bestScore && dist < bestDist) {
+				bestScore, bestT, bestDist = score, t, dist
+			}
+		}
+		if i == len(ord) {
+			break
+		}
+		k := ord[i]
+		if answerOK[k] {
+			score--
+		}
+		if abstainOK[k] {
+			score++
+		}
+		i++
+	}
+	return bestT, bestScore
 }
 
 // LogSoftmaxAt is log softmax(z)[i], stable for large logits.

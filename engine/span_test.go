@@ -65,3 +65,66 @@ func TestSpanText(t *testing.T) {
 		}
 	}
 }
+
+// TestCalibrateSpanThreshold: hand cases (0 kept when it is already
+// best, a move only when it strictly helps, documents without spans), then
+// random cases against a brute force over many thresholds.
+func TestCalibrateSpanThreshold(t *testing.T) {
+	inf := math.Inf(-1)
+	cases := []struct {
+		name                string
+		margin              []float64
+		answerOK, abstainOK []bool
+		wantT               float64
+		wantExact           int
+	}{
+		{"zero already best", []float64{-1, 2}, []bool{false, true}, []bool{true, false}, 0, 2},
+		{"answer more", []float64{-2, -1, 3}, []bool{true, true, true}, []bool{false, false, false}, -3, 3},
+		{"abstain more", []float64{1, 2, 5}, []bool{false, false, true}, []bool{true, true, false}, 3.5, 3},
+		{"no span counts as abstention", []float64{inf, 1}, []bool{false, true}, []bool{true, false}, 0, 2},
+		{"ties nearest zero", []float64{-4, 4}, []bool{false, false}, []bool{true, true}, 5, 2},
+		{"empty", nil, nil, nil, 0, 0},
+	}
+	for _, c := range cases {
+		th, ex := CalibrateSpanThreshold(c.margin, c.answerOK, c.abstainOK)
+		if th != c.wantT || ex != c.wantExact {
+			t.Errorf("%s: threshold %g exact %d, want %g %d", c.name, th, ex, c.wantT, c.wantExact)
+		}
+	}
+	rng := uint64(7)
+	next := func() uint64 { rng = rng*6364136223846793005 + 1442695040888963407; return rng >> 33 }
+	for trial := 0; trial < 300; trial++ {
+		n := int(next() % 12)
+		margin := make([]float64, n)
+		aok, bok := make([]bool, n), make([]bool, n)
+		for k := range margin {
+			margin[k] = float64(int(next()%9)) - 4 // ties on purpose
+			if next()%10 == 0 {
+				margin[k] = inf
+			}
+			aok[k], bok[k] = next()%2 == 0, next()%3 == 0
+		}
+		exactAt := func(th float64) int {
+			e := 0
+			for k := range margin {
+				abstain := math.IsInf(margin[k], -1) || th >= margin[k]
+				if (abstain && bok[k]) || (!abstain && aok[k]) {
+					e++
+				}
+			}
+			return e
+		}
+		best := 0
+		for th := -10.0; th <= 10; th += 0.25 {
+			best = max(best, exactAt(th))
+		}
+		th, ex := CalibrateSpanThreshold(margin, aok, bok)
+		if ex != best || exactAt(th) != ex {
+			t.Fatalf("trial %d: margins %v answerOK %v abstainOK %v: got threshold %g exact %d (%d there), brute force %d",
+				trial, margin, aok, bok, th, ex, exactAt(th), best)
+		}
+		if exactAt(0) == best && th != 0 {
+			t.Fatalf("trial %d: 0 is optimal but threshold %g", trial, th)
+		}
+	}
+}

@@ -109,8 +109,9 @@ type Job struct {
 	// checkpoint that has head.span).
 	MaxSpan int `yaml:"max_span,omitempty" json:"max_span,omitempty"`
 	// SpanThreshold is added to the span head's "not present" score before
-	// it is compared with the best span's: above 0 abstains more often,
-	// below 0 answers more often.
+	// it is compared with the best span's, on top of the threshold the
+	// checkpoint was tuned with (generation.json span_threshold): above 0
+	// abstains more often, below 0 answers more often.
 	SpanThreshold float64 `yaml:"span_threshold,omitempty" json:"span_threshold,omitempty"`
 	// MaxDocBytes makes readers reject bigger documents (0: readers' default).
 	MaxDocBytes int64 `yaml:"max_doc_bytes,omitempty" json:"max_doc_bytes,omitempty"`

@@ -174,8 +174,13 @@ func (e *EngineModel) ClassHead() (string, []float32) {
 // Template implements Model.
 func (e *EngineModel) Template(task string) string { return e.Gen.Templates[task] }
 
-// HasSpanHead implements Model.
-func (e *EngineModel) HasSpanHead() bool { return e.M.HasSpanHead() }
+// SpanHead implements Model.
+func (e *EngineModel) SpanHead() (bool, float64) {
+	if !e.M.HasSpanHead() {
+		return false, 0
+	}
+	return true, e.Gen.SpanThreshold
+}
 
 // StopIDs implements Model.
 func (e *EngineModel) StopIDs() []int32 {

@@ -154,9 +154,11 @@ type Model interface {
 	Template(task string) string
 	// StopIDs end a generated answer.
 	StopIDs() []int32
-	// HasSpanHead reports a span-extraction head (head.span): task
-	// extract then answers with spans of the document.
-	HasSpanHead() bool
+	// SpanHead reports a span-extraction head (head.span): task extract
+	// then answers with spans of the document. threshold is the one its
+	// training tuned (added to the "not present" score; a job's
+	// span_threshold shifts it).
+	SpanHead() (ok bool, threshold float64)
 }
 
 // PartWriter writes one output file atomically: nothing is visible at its

@@ -136,7 +136,7 @@ func (plainLM) Template(string) string { return "" }
 
 type spanLM struct{ *fakeModel }
 
-func (spanLM) HasSpanHead() bool { return true }
+func (spanLM) SpanHead() (bool, float64) { return true, 0.75 }
 
 // TestExtractModelChecks: which extract a model gets, and what is warned
 // about or refused: a plain language model decodes with a warning, a
@@ -176,5 +176,45 @@ func TestExtractModelChecks(t *testing.T) {
 	tk, _, err = newTask(job(func(j *jobs.Job) { j.Extractive, j.Template = true, "{text}" }), spanLM{&fakeModel{labels: []string{"a", "b"}}}, byteTok{})
 	if st, ok := tk.(*spanTask); err != nil || !ok || st.maxSpan != jobs.DefaultMaxSpan || !strings.Contains(warns(tk), "ignoring template, extractive") {
 		t.Fatalf("span head: %T %v, warnings %q", tk, err, warns(tk))
+	}
+	// the job's span_threshold shifts the one the model was tuned with
+	tk, _, err = newTask(job(func(j *jobs.Job) { j.SpanThreshold = -0.25 }), spanLM{&fakeModel{}}, byteTok{})
+	if st, ok := tk.(*spanTask); err != nil || !ok || st.threshold != 0.5 {
+		t.Fatalf("span threshold: %T %v, want the model's 0.75 shifted by -0.25", tk, err)
+	}
+}
+
+// fixedGen is a worker whose every generation is the same tokens.
+type fixedGen struct {
+	Worker
+	toks []int32
+}
+
+func (w fixedGen) Generate(prompts [][]int32, _ GenOptions) ([]Generation, error) {
+	out := make([]Generation, len(prompts))
+	for i := range out {
+		out[i] = Generation{Tokens: w.toks, Stopped: true}
+	}
+	return out, nil
+}
+
+// TestExtractAnswerTrimmed: a generative answer's column is the answer,
+// without the space its first BPE token carries or a trailing newline;
+// abstention still sees a white-space-only answer.
+func TestExtractAnswerTrimmed(t *testing.T) {
+	for _, c := range []struct{ gen, want string }{
+		{" Stephane Lentz", "Stephane Lentz"},
+		{"\tA B \n", "A B"},
+		{"x", "x"},
+		{" \n", ""},
+	} {
+		tk := &extractTask{}
+		it := &item{seqs: [][]int32{{BOS}}}
+		if err := tk.run(fixedGen{toks: byteTok{}.Encode(c.gen)}, byteTok{}, []*item{it}); err != nil {
+			t.Fatal(err)
+		}
+		if it.res.answer != c.want || it.res.abstained != (c.want == "") {
+			t.Errorf("generated %q: answer %q abstained %v, want %q", c.gen, it.res.answer, it.res.abstained, c.want)
+		}
 	}
 }

@@ -57,8 +57,8 @@ func newTask(j *jobs.Job, m Model, tok Tokenizer) (task, []string, error) {
 	case jobs.TaskClassify:
 		return newClassify(j, m, tok)
 	case jobs.TaskExtract:
-		if m.HasSpanHead() {
-			return newSpanExtract(j)
+		if ok, threshold := m.SpanHead(); ok {
+			return newSpanExtract(j, threshold)
 		}
 		return newExtract(j, m, tok)
 	}
@@ -385,7 +385,10 @@ func (t *extractTask) run(w Worker, tok Tokenizer, pack []*item) error {
 	}
 	for i, it := range pack {
 		g := gens[i]
-		ans := tok.Decode(g.Tokens)
+		// A BPE answer after "Answer:" starts with its word's space
+		// (" Stephane Lentz"), and a stop may follow a newline: the
+		// column holds the answer, not the tokenizer's spacing.
+		ans := strings.TrimSpace(tok.Decode(g.Tokens))
 		it.res.answer, it.res.answerLogp = ans, g.LogProb
 		it.res.abstained = t.isAbstain(ans)
 	}
@@ -450,7 +453,7 @@ type spanTask struct {
 
 func (t *spanTask) warnings() []string { return t.warn }
 
-func newSpanExtract(j *jobs.Job) (task, []string, error) {
+func newSpanExtract(j *jobs.Job, modelThreshold float64) (task, []string, error) {
 	// The head was trained on one fixed prompt; the generative settings
 	// have nothing to act on.
 	var ignored []string
@@ -463,7 +466,7 @@ func newSpanExtract(j *jobs.Job) (task, []string, error) {
 	if len(j.Abstain) > 0 {
 		ignored = append(ignored, "abstain")
 	}
-	t := &spanTask{maxSpan: j.MaxSpan, threshold: j.SpanThreshold, qIndex: -1, question: j.Question}
+	t := &spanTask{maxSpan: j.MaxSpan, threshold: modelThreshold + j.SpanThreshold, qIndex: -1, question: j.Question}
 	if len(ignored) > 0 {
 		t.warn = append(t.warn, "extract: the model has a span head, which reads its own fixed prompt and answers with spans: ignoring "+strings.Join(ignored, ", "))
 	}

@@ -287,6 +287,7 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 	defer dp.close()
 	gen.Labels = labels
 	gen.Head, gen.Thresholds, gen.Pooling = "", nil, ""
+	gen.SpanThreshold = 0 // the span head is not carried over
 	if kind != engine.HeadMulticlass {
 		gen.Head = kind
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,6 +88,13 @@ type ExtractReport struct {
 	// positive class (NaN when nothing was predicted resp. gold absent).
 	AbstainPrecision, AbstainRecall float64
 	N                               int
+	// Threshold is the null-score threshold tuned on these documents
+	// (engine.CalibrateSpanThreshold; saved as generation.json's
+	// span_threshold), and the Calibrated scores are those at it: the
+	// head's decisions as extract makes them.
+	Threshold                                           float64
+	CalibratedExactMatch, CalibratedF1                  float64
+	CalibratedAbstainPrecision, CalibratedAbstainRecall float64
 }
 
 // spanDoc is one training or held-out example.
@@ -367,7 +375,9 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 			return nil, err
 		}
 		log.Info("extract eval", "step", st.Step, "exact_match", fmt.Sprintf("%.4f", rep.ExactMatch), "f1", fmt.Sprintf("%.4f", rep.F1),
-			"abstain_precision", fmt.Sprintf("%.4f", rep.AbstainPrecision), "abstain_recall", fmt.Sprintf("%.4f", rep.AbstainRecall), "val_records", rep.N)
+			"abstain_precision", fmt.Sprintf("%.4f", rep.AbstainPrecision), "abstain_recall", fmt.Sprintf("%.4f", rep.AbstainRecall), "val_records", rep.N,
+			"threshold", fmt.Sprintf("%.3f", rep.Threshold), "calibrated_exact_match", fmt.Sprintf("%.4f", rep.CalibratedExactMatch),
+			"calibrated_abstain_precision", fmt.Sprintf("%.4f", rep.CalibratedAbstainPrecision), "calibrated_abstain_recall", fmt.Sprintf("%.4f", rep.CalibratedAbstainRecall))
 		return rep, nil
 	}
 
@@ -473,11 +483,21 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 		}
 	}
 	// saved before the final evaluation, so an interruption during it
-	// loses nothing
+	// loses nothing; saved again with the threshold it tunes
 	if err := save(); err != nil {
 		return nil, err
 	}
-	return eval()
+	rep, err := eval()
+	if err != nil {
+		return nil, err
+	}
+	gen.SpanThreshold = rep.Threshold
+	if err := SaveCheckpoint(o.Out, c, p, gen, o.TokenizerPath); err != nil {
+		return nil, err
+	}
+	log.Info("span threshold tuned on the held-out split", "span_threshold", fmt.Sprintf("%.3f", rep.Threshold),
+		"exact_match", fmt.Sprintf("%.4f -> %.4f", rep.ExactMatch, rep.CalibratedExactMatch))
+	return rep, nil
 }
 
 // spanRows returns the pass rows of d's logits (relative to its first
@@ -576,7 +596,7 @@ func evalSpans(ctx context.Context, dp *dataParallel, docs []spanDoc, maxSpan, s
 				_, n := spanRows(d)
 				start, end := make([]float64, n), make([]float64, n)
 				spanLogitsOf(w.p.W(engine.HeadSpanW), hf, D, off, d, start, end)
-				preds[k] = engine.SpanDecode(start, end, maxSpan, 0)
+				preds[k] = engine.SpanDecode(start, end, maxSpan, math.Inf(-1))
 				off += len(d.ids)
 			}
 		}
@@ -584,50 +604,80 @@ func evalSpans(ctx context.Context, dp *dataParallel, docs []spanDoc, maxSpan, s
 	if ctx.Err() != nil {
 		return nil, ErrInterruptedEarly
 	}
+	// every document's best span, right or wrong, and its margin over the
+	// null answer: the decision at any threshold follows from them
+	answers := make([]string, len(docs))
+	margin := make([]float64, len(docs))
+	answerOK, abstainOK := make([]bool, len(docs)), make([]bool, len(docs))
+	for k := range docs {
+		d, r := &docs[k], preds[k]
+		margin[k] = r.BestSpan - r.Null
+		if r.S != engine.SpanNull {
+			answers[k], _, _ = engine.SpanText(d.text, d.offs, r.S, r.E)
+			answerOK[k] = d.ts != SpanNull && answers[k] == d.gold
+		} else {
+			margin[k] = math.Inf(-1)
+		}
+		abstainOK[k] = d.ts == SpanNull
+	}
+	rep := scoreSpans(docs, answers, margin, 0)
+	rep.Threshold, _ = engine.CalibrateSpanThreshold(margin, answerOK, abstainOK)
+	cal := scoreSpans(docs, answers, margin, rep.Threshold)
+	rep.CalibratedExactMatch, rep.CalibratedF1 = cal.ExactMatch, cal.F1
+	rep.CalibratedAbstainPrecision, rep.CalibratedAbstainRecall = cal.AbstainPrecision, cal.AbstainRecall
+	for k := 0; k < min(samples, len(docs)); k++ {
+		d := &docs[k]
+		shown := answers[k]
+		if spanAbstains(margin[k], rep.Threshold) {
+			shown = "(not present)"
+		}
+		gold := d.gold
+		if d.ts == SpanNull {
+			gold = "(not present)"
+		}
+		log.Info("extract sample", "question", d.question, "gold", gold, "predicted", shown, "logprob", fmt.Sprintf("%.3f", preds[k].LogProb))
+	}
+	return rep, nil
+}
+
+// spanAbstains is SpanDecode's decision from a document's margin (best
+// span − null score; −Inf when it has no span) at a threshold.
+func spanAbstains(margin, threshold float64) bool {
+	return math.IsInf(margin, -1) || threshold >= margin
+}
+
+// scoreSpans scores held-out decodes at a threshold: exact match and
+// token F1 over every document, abstention precision and recall.
+func scoreSpans(docs []spanDoc, answers []string, margin []float64, threshold float64) *ExtractReport {
 	rep := &ExtractReport{N: len(docs)}
 	var predAbs, goldAbs, bothAbs int
 	for k := range docs {
 		d := &docs[k]
-		r := preds[k]
-		pred := ""
-		if !r.Abstain {
-			pred, _, _ = engine.SpanText(d.text, d.offs, r.S, r.E)
-		}
+		abstain := spanAbstains(margin[k], threshold)
 		goldNull := d.ts == SpanNull
 		switch {
-		case goldNull && r.Abstain:
+		case goldNull && abstain:
 			rep.ExactMatch++
 			rep.F1++
 			bothAbs++
-		case !goldNull && !r.Abstain:
-			if pred == d.gold {
+		case !goldNull && !abstain:
+			if answers[k] == d.gold {
 				rep.ExactMatch++
 			}
-			rep.F1 += tokenF1(pred, d.gold)
+			rep.F1 += tokenF1(answers[k], d.gold)
 		}
-		if r.Abstain {
+		if abstain {
 			predAbs++
 		}
 		if goldNull {
 			goldAbs++
-		}
-		if k < samples {
-			shown := pred
-			if r.Abstain {
-				shown = "(not present)"
-			}
-			gold := d.gold
-			if goldNull {
-				gold = "(not present)"
-			}
-			log.Info("extract sample", "question", d.question, "gold", gold, "predicted", shown, "logprob", fmt.Sprintf("%.3f", r.LogProb))
 		}
 	}
 	rep.ExactMatch /= float64(len(docs))
 	rep.F1 /= float64(len(docs))
 	rep.AbstainPrecision = float64(bothAbs) / float64(predAbs)
 	rep.AbstainRecall = float64(bothAbs) / float64(goldAbs)
-	return rep, nil
+	return rep
 }
 
 // tokenF1 is SQuAD's token F1 between two answers: the harmonic mean of

@@ -181,6 +181,14 @@ func TestExtractLearnsSpans(t *testing.T) {
 	if s := ck.Shapes[engine.HeadSpanW]; fmt.Sprint(s) != "[64 2]" {
 		t.Errorf("saved head.span.w shape %v", s)
 	}
+	// the tuned threshold is what the checkpoint carries, and it never
+	// does worse on the split it was tuned on
+	if ck.Generation == nil || ck.Generation.SpanThreshold != rep.Threshold {
+		t.Errorf("generation.json %+v, want span_threshold %g", ck.Generation, rep.Threshold)
+	}
+	if rep.CalibratedExactMatch < rep.ExactMatch {
+		t.Errorf("calibrated exact match %.3f below the untuned %.3f", rep.CalibratedExactMatch, rep.ExactMatch)
+	}
 }
 
 // FuzzParseExtractRecord: no record line makes the parser or the answer

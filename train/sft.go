@@ -159,6 +159,7 @@ func SFT(ctx context.Context, o SFTOptions) error {
 		}
 	}
 	gen.Labels = nil
+	gen.SpanThreshold = 0 // the span head is not carried over
 	log.Info("sft data", "rejected_rows", rejects, "train_records", train.Docs(), "train_tokens", len(train.Tokens), "val_records", val.Docs())
 
 	statePath := filepath.Join(o.Out, "train_state", "state.json")

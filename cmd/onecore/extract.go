@@ -77,7 +77,8 @@ Tasks (--task, or task: in a --job YAML file; flags override the file):
             checkpoint that has a span head ('onecore train extract'), the
             best span of the document for --question / --question-field (at
             most --max-span tokens; abstains when "not present" scores higher,
-            shifted by --span-threshold), its character offsets in the
+            shifted by the threshold train extract tuned on its held-out
+            split and then by --span-threshold), its character offsets in the
             document (answer = text[answer_start:answer_end], null when
             abstained); otherwise the --template prompt with the document
             decoded greedily (--extractive keeps the answer a span of the
@@ -249,7 +250,7 @@ func newExtractCmd(use string, task jobs.Task, short string) *cobra.Command {
 	f.BoolVar(&fl.extractive, "extractive", false, "extract: the answer must be a span of the document (or abstain)")
 	f.StringSliceVar(&fl.abstain, "abstain", nil, "extract: answers that mean no answer (an empty answer always does)")
 	f.IntVar(&fl.maxSpan, "max-span", 0, fmt.Sprintf("extract with a span head: longest answer in tokens (default %d)", jobs.DefaultMaxSpan))
-	f.Float64Var(&fl.spanThresh, "span-threshold", 0, "extract with a span head: added to the \"not present\" score (> 0 abstains more, < 0 less)")
+	f.Float64Var(&fl.spanThresh, "span-threshold", 0, "extract with a span head: added to the \"not present\" score on top of the threshold the model was tuned with (> 0 abstains more, < 0 less)")
 	f.IntVar(&fl.workers, "workers", 0, "engine workers, one per core (default: usable cores)")
 	f.IntVar(&fl.tokWorkers, "tokenizer-workers", 0, "tokenizer goroutines (default max(2, workers/2))")
 	f.IntVar(&fl.packTokens, "pack-tokens", 0, "tokens per engine pack (default 1024)")

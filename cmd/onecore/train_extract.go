@@ -46,6 +46,12 @@ question and text) reports exact match, token F1 and abstention
 precision/recall at the start, every --eval-every steps and at the end, with
 --samples decoded examples (question, gold, predicted).
 
+At the end the "not present" decision is tuned on that split: the threshold
+added to the "not present" score that maximises held-out exact match (0, the
+head's own decision, unless another value does strictly better) is saved as
+generation.json's span_threshold, which extract applies (--span-threshold
+shifts it further). The log shows the exact match before and after.
+
 The output directory gets a checkpoint plus train_state/ (master weights,
 optimizer moments, record order) at the start, every --ckpt-every steps, at
 the end and on SIGINT/SIGTERM; after any stop, even SIGKILL, the same command
