@@ -24,6 +24,9 @@ RULES = {
     "changelog_bug": [r"[Cc]loses:\s*#(\d+)"],
     "fortune_author": [r"^\s*--\s*([^,(\n]+?)\s*(?:,|\(|$)"],
     "man_purpose": [r"^NAME\n\s*\S.*? - (.+)$"],
+    # outside the benchmark (prep.py HELD_OUT): the Source: field, else a
+    # URL after "downloaded from"
+    "source_url": [r"^Source:[ \t]*(\S+)", r"[Dd]ownloaded from:?\s*<?((?:https?|ftp)://[^\s<>]+?)>?[.,;]?(?:\s|$)"],
 }
 
 
