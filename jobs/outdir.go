@@ -342,6 +342,15 @@ func (d OutDir) Lock(name string) (*PartLock, error) {
 	return &PartLock{f: f}, nil
 }
 
+// LeasePath is the lease object's path for a lock in object storage ("" for
+// a local flock): what a cleanup of the output prefix must leave to Unlock.
+func (l *PartLock) LeasePath() string {
+	if l == nil || l.l == nil {
+		return ""
+	}
+	return l.l.path
+}
+
 // Unlock releases the lock.
 func (l *PartLock) Unlock() error {
 	if l != nil && l.l != nil {

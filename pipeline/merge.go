@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/onecore-dev/onecore/internal/atomicfile"
+	"github.com/onecore-dev/onecore/internal/blobstore"
 	"github.com/onecore-dev/onecore/jobs"
 )
 
@@ -27,6 +28,9 @@ import (
 // complete), gathers the rejects beside it, and removes the staging folder.
 func (r *runner) merge() error {
 	final := r.out.merge
+	if blobstore.Remote(final) {
+		return r.mergeRemote()
+	}
 	// One assembler at a time: a second run that finished the shards too
 	// waits, then finds the staging folder gone (removed by the first
 	// while it held this lock) and the file in place.
@@ -167,7 +171,7 @@ type outputRecord struct {
 // writeOutputRecord records, beside the assembled file final, which job and
 // model wrote it.
 func writeOutputRecord(final string, m jobs.Manifest) error {
-	st, err := os.Stat(final)
+	size, mtime, err := statOutput(final)
 	if err != nil {
 		return err
 	}
@@ -176,8 +180,33 @@ func writeOutputRecord(final string, m jobs.Manifest) error {
 		m.Fingerprint = m.Job.Fingerprint()
 	}
 	m.Created = time.Now().UTC().Format(time.RFC3339)
-	b, _ := json.MarshalIndent(outputRecord{Manifest: m, Size: st.Size(), MTimeNS: st.ModTime().UnixNano()}, "", "  ")
+	b, _ := json.MarshalIndent(outputRecord{Manifest: m, Size: size, MTimeNS: mtime}, "", "  ")
+	if blobstore.Remote(final) {
+		return blobstore.WriteAll(context.Background(), final+OutputRecordSuffix, append(b, '\n'), false)
+	}
 	return atomicfile.WriteFile(final+OutputRecordSuffix, append(b, '\n'))
+}
+
+// statOutput is the size and modification time (Unix ns) of an output file
+// or object; a missing one is os.ErrNotExist.
+func statOutput(p string) (size, mtimeNS int64, err error) {
+	if blobstore.Remote(p) {
+		return blobstore.Stat(context.Background(), p)
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		return 0, 0, err
+	}
+	return st.Size(), st.ModTime().UnixNano(), nil
+}
+
+// readOutput reads a file or object beside an output; a missing one is
+// os.ErrNotExist.
+func readOutput(p string) ([]byte, error) {
+	if blobstore.Remote(p) {
+		return blobstore.ReadAll(context.Background(), p)
+	}
+	return os.ReadFile(p)
 }
 
 // checkOutputFile refuses to replace an existing single output file that
@@ -186,7 +215,7 @@ func writeOutputRecord(final string, m jobs.Manifest) error {
 // this same job's unfinished assembly (a run killed after renaming the file
 // into place but before cleaning up).
 func checkOutputFile(out output, m jobs.Manifest, force bool) error {
-	st, err := os.Stat(out.merge)
+	size, mtime, err := statOutput(out.merge)
 	if errors.Is(err, os.ErrNotExist) || force {
 		return nil
 	}
@@ -196,9 +225,9 @@ func checkOutputFile(out output, m jobs.Manifest, force bool) error {
 	fp := m.Job.Fingerprint()
 	same := func(o jobs.Manifest) bool { return o.Fingerprint == fp && o.ModelID == m.ModelID }
 	var rec outputRecord
-	b, err := os.ReadFile(out.merge + OutputRecordSuffix)
+	b, err := readOutput(out.merge + OutputRecordSuffix)
 	if err == nil && json.Unmarshal(b, &rec) == nil {
-		if rec.Size == st.Size() && rec.MTimeNS == st.ModTime().UnixNano() {
+		if rec.Size == size && rec.MTimeNS == mtime {
 			if same(rec.Manifest) {
 				return nil
 			}
@@ -206,7 +235,7 @@ func checkOutputFile(out output, m jobs.Manifest, force bool) error {
 		}
 	}
 	var staged jobs.Manifest
-	if b, err := os.ReadFile(filepath.Join(out.dir, jobs.ManifestName)); err == nil && json.Unmarshal(b, &staged) == nil && same(staged) {
+	if b, err := readOutput(jobs.OutDir{Path: out.dir}.Join(jobs.ManifestName)); err == nil && json.Unmarshal(b, &staged) == nil && same(staged) {
 		return nil
 	}
 	return fmt.Errorf("%s already exists and was not written by this job and model (no matching %s beside it): use another --out, or --force to replace it", out.merge, filepath.Base(out.merge)+OutputRecordSuffix)
@@ -214,8 +243,17 @@ func checkOutputFile(out output, m jobs.Manifest, force bool) error {
 
 // assembledByOther reports whether another run assembled the output while
 // this one waited: the staging folder's markers are gone and the file is
-// there.
+// there (in object storage, which has no folders: the staging prefix's
+// manifest is gone and the object is there).
 func assembledByOther(staging, final string) bool {
+	if blobstore.Remote(final) {
+		ctx := context.Background()
+		if ok, err := blobstore.Exists(ctx, blobstore.Join(staging, jobs.ManifestName)); err != nil || ok {
+			return false
+		}
+		ok, err := blobstore.Exists(ctx, final)
+		return err == nil && ok
+	}
 	if _, err := os.Stat(filepath.Join(staging, jobs.DoneDir)); !errors.Is(err, os.ErrNotExist) {
 		return false
 	}

@@ -235,9 +235,15 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 func excludeOutput(shards []Shard, out output, log *slog.Logger) []Shard {
 	if blobstore.Remote(out.dir) {
 		// Object keys have no links or relative forms: compare the paths.
+		mine := map[string]bool{}
+		if out.merge != "" {
+			for _, suffix := range []string{"", OutputRecordSuffix, ".rejects.jsonl"} {
+				mine[out.merge+suffix] = true
+			}
+		}
 		kept := shards[:0:0]
 		for _, sh := range shards {
-			if !strings.HasPrefix(sh.Path, out.dir+"/") {
+			if !strings.HasPrefix(sh.Path, out.dir+"/") && !mine[sh.Path] {
 				kept = append(kept, sh)
 			}
 		}
@@ -417,11 +423,20 @@ func resolveOutput(out, format string, p jobs.Placement) (output, error) {
 		return output{format: format, merge: stdoutName}, nil
 	}
 	if blobstore.Remote(out) {
-		if f := FormatOf(out); f != "" && !strings.HasSuffix(out, "/") {
-			return output{}, fmt.Errorf("--out %s: a single output file in object storage is not supported yet; give a directory (end it with /): one part per shard", out)
-		}
 		if l, err := blobstore.Parse(out); err == nil && l.Key == "" {
 			return output{}, fmt.Errorf("--out %s: give a prefix inside the bucket (s3://%s/PREFIX/): the bucket root would mix the output with everything else in it", out, l.Bucket)
+		}
+		if f := FormatOf(out); f != "" && !strings.HasSuffix(out, "/") {
+			// one object: the parts are staged under OBJECT.onecore-parts/
+			// (leases, markers, resume as for a prefix) and assembled into
+			// it by one upload once every shard is done
+			if format != "" && format != f {
+				return output{}, fmt.Errorf("--format %s contradicts the output name %s", format, out)
+			}
+			if p.World > 1 {
+				return output{}, fmt.Errorf("--out %s is a single object but this is rank %d of %d: give a prefix (end it with /), or drop --rank/--world (workers share the shards by leases)", out, p.Rank, p.World)
+			}
+			return output{dir: out + StagingSuffix, format: f, merge: out}, nil
 		}
 		// an object-storage prefix is a directory of parts: the same format rules below
 	} else if f := FormatOf(out); f != "" && !strings.HasSuffix(out, "/") {
@@ -585,6 +600,13 @@ func (r *runner) waitForOthers(ctx context.Context) ([]*shardRun, error) {
 			}
 		}
 		r.st.locked.Add(-1)
+		if r.leases() && r.out.merge != "" && assembledByOther(r.od.Path, r.out.merge) {
+			// the other worker assembled the object and cleaned the
+			// staging prefix meanwhile: nothing is left to do
+			held.Unlock()
+			r.st.doneMeanwhile.Add(r.st.locked.Swap(0) + 1)
+			return nil, nil
+		}
 		if m, done, err := r.od.Done(sr.name); err != nil {
 			held.Unlock()
 			return nil, err

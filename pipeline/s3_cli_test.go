@@ -172,12 +172,7 @@ func TestS3RoundTrip(t *testing.T) {
 			}
 		})
 	}
-	// file:// is a local path; a single file in object storage is refused
-	// plainly (not yet supported) rather than half-done.
-	_, stderr, code := f.run(t, nil, f.args(f.bucket+"/x.parquet")...)
-	if code != 2 || !strings.Contains(stderr, "not supported yet") {
-		t.Fatalf("single object output: exit %d\n%s", code, stderr)
-	}
+	// file:// is a local path
 	local := t.TempDir()
 	if _, stderr, code := f.run(t, nil, f.args("file://"+local+"/res/")...); code != 3 {
 		t.Fatalf("file:// output: exit %d\n%s", code, stderr)
@@ -379,4 +374,95 @@ func TestS3ElasticWorkers(t *testing.T) {
 		}
 	}
 	t.Logf("final run took over %v; %d worker records; marked by: %v", sum.TakenOver, len(recs), byWorker)
+}
+
+// TestS3SingleObject: --out s3://b/x.parquet (and .jsonl) stages the parts
+// under x.parquet.onecore-parts/ and assembles them into one object with
+// its rejects and record beside it, leaving no staging objects; a rerun
+// of the same command replaces it with the same bytes; another job is
+// refused; kills while assembling and while cleaning up, then reruns, leave
+// every row exactly once; static ranks are refused.
+func TestS3SingleObject(t *testing.T) {
+	f := newS3Fixture(t)
+	staged := func(key string) []string {
+		var left []string
+		filepath.Walk(f.local(key+StagingSuffix), func(p string, info os.FileInfo, err error) error {
+			if err == nil && !info.IsDir() && !strings.HasPrefix(filepath.Base(p), ".") {
+				left = append(left, p)
+			}
+			return nil
+		})
+		return left
+	}
+	check := func(t *testing.T, key, format string) {
+		t.Helper()
+		var got []string
+		if format == "jsonl" {
+			b, err := os.ReadFile(f.local(key))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				var row struct {
+					ID string `json:"id"`
+				}
+				if err := json.Unmarshal([]byte(line), &row); err != nil {
+					t.Fatalf("%s: %v", key, err)
+				}
+				got = append(got, row.ID)
+			}
+			sort.Strings(got)
+		} else {
+			got = partIDs(t, f.local(key), format)
+		}
+		if strings.Join(got, ",") != strings.Join(f.want, ",") {
+			t.Fatalf("%s: %d ids, want %d exactly once", key, len(got), len(f.want))
+		}
+		b, err := os.ReadFile(f.local(key + ".rejects.jsonl"))
+		if err != nil || strings.Count(string(b), "\n") != 1 {
+			t.Fatalf("%s rejects: %v, %q", key, err, b)
+		}
+		if _, err := os.Stat(f.local(key + OutputRecordSuffix)); err != nil {
+			t.Fatal(err)
+		}
+		if left := staged(key); len(left) != 0 {
+			t.Fatalf("staging objects left: %v", left)
+		}
+	}
+	for _, format := range []string{"parquet", "jsonl"} {
+		key := "res." + format
+		sum, stderr, code := f.run(t, nil, f.args(f.bucket+"/"+key)...)
+		if code != 3 || sum.ShardsDone != 6 || sum.Rejects != f.bucket+"/"+key+".rejects.jsonl" {
+			t.Fatalf("%s: exit %d, %+v\n%s", key, code, sum, stderr)
+		}
+		check(t, key, format)
+		first, _ := os.ReadFile(f.local(key))
+		if _, stderr, code := f.run(t, nil, f.args(f.bucket+"/"+key)...); code != 3 {
+			t.Fatalf("%s rerun: exit %d\n%s", key, code, stderr)
+		}
+		check(t, key, format)
+		if again, _ := os.ReadFile(f.local(key)); !bytes.Equal(first, again) {
+			t.Fatalf("%s: the rerun's object differs", key)
+		}
+	}
+	// another job into the same object: refused (as for a local file), the
+	// object kept
+	_, stderr, code := f.run(t, nil, append(f.args(f.bucket+"/res.parquet"), "--max-tokens", "64")...)
+	if code != 1 || !strings.Contains(stderr, "different job") {
+		t.Fatalf("another job: exit %d\n%s", code, stderr)
+	}
+	for i, crash := range []string{"merge:3", "merged:1", "cleanup:1"} {
+		key := fmt.Sprintf("kill%d.parquet", i)
+		_, stderr, code := f.run(t, []string{"ONECORE_TEST_CRASH=" + crash, "ONECORE_LEASE_TTL=1s"}, f.args(f.bucket+"/"+key)...)
+		if code != -int(syscall.SIGKILL) {
+			t.Fatalf("%s: exit %d (not killed)\n%s", crash, code, stderr)
+		}
+		if _, stderr, code := f.run(t, []string{"ONECORE_LEASE_TTL=1s"}, f.args(f.bucket+"/"+key)...); code != 3 && code != 0 {
+			t.Fatalf("%s: rerun exit %d\n%s", crash, code, stderr)
+		}
+		check(t, key, "parquet")
+	}
+	if _, stderr, code := f.run(t, nil, f.args(f.bucket+"/r.parquet", "--rank", "0", "--world", "2")...); code != 2 || !strings.Contains(stderr, "single object") {
+		t.Fatalf("ranks: exit %d\n%s", code, stderr)
+	}
 }

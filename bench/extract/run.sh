@@ -20,6 +20,8 @@
 #                      default extract template; answer " none" when absent),
 #                      then `extract` decoding greedily (--abstain none)
 #   SFT_FLAGS=""       extra flags for train sft (default: --epochs 3)
+#   SFT_BASE=BASE      checkpoint the SFT starts from (e.g. the stage-1
+#                      copy/abstain model of sft_stage1.py, trained from BASE)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 data=${1:?usage: run.sh DATA OUT}
@@ -76,7 +78,7 @@ PY
     resume=(); [[ -f $d/sft/train_state/state.json ]] && resume=(--resume)
     if [[ ! -f $d/sft/model.safetensors || -f $d/sft/train_state/state.json ]]; then
       # shellcheck disable=SC2086
-      "$ONECORE" train sft --from "$base" --data "$d/sft.train.jsonl" --out "$d/sft" --seq-len 640 \
+      "$ONECORE" train sft --from "${SFT_BASE:-$base}" --data "$d/sft.train.jsonl" --out "$d/sft" --seq-len 640 \
         "${workers[@]}" "${resume[@]}" ${SFT_FLAGS:---epochs 3} >"$d/sft.log" 2>&1
     fi
     sft_s=$(( $(date +%s) - t0 ))
