@@ -154,7 +154,8 @@ bookkeeping (_onecore.json, _done/, _rejects/); --out FILE.parquet (or .arrow,
 .jsonl, .jsonl.zst) assembles the parts into one file at the end, recording
 the job and model in FILE.onecore.json: an existing FILE is replaced only by
 the same job and model (a rerun of the same command recomputes it), any other
-file there needs --force. --out - (or /dev/stdout) writes JSON Lines (or
+file there needs --force. Both work in object storage (s3://b/out/,
+s3://b/results.parquet; see the README). --out - (or /dev/stdout) writes JSON Lines (or
 --format jsonl.zst) to stdout at the end of the run, the summary then going to
 stderr, and rejected rows to the log. Rejected rows go to the rejects files
 with file, row, id (when it was readable) and reason.
