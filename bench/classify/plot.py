@@ -57,7 +57,7 @@ def main():
     s = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" '
          'font-family="sans-serif" font-size="12">',
          f'<rect width="{W}" height="{H}" fill="white"/>',
-         f'<text x="{W / 2 - R / 2}" y="22" text-anchor="middle" font-size="15">{escape(a.title)}</text>']
+         f'<text x="{L}" y="22" font-size="15">{escape(a.title)}</text>']
     # grid and axes
     d = x0
     while d <= x1 * 1.0001:
