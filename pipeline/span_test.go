@@ -218,3 +218,69 @@ func TestExtractAnswerTrimmed(t *testing.T) {
 		}
 	}
 }
+
+// wordTok is a tiny tokenizer over a fixed vocabulary, greedy longest
+// match; text it cannot cover becomes id 0 per byte.
+type wordTok map[string]int32
+
+func (v wordTok) Encode(s string) []int32 {
+	var out []int32
+	for len(s) > 0 {
+		best, id := 0, int32(0)
+		for w, i := range v {
+			if len(w) > best && strings.HasPrefix(s, w) {
+				best, id = len(w), i
+			}
+		}
+		if best == 0 {
+			best = 1
+		}
+		out = append(out, id)
+		s = s[best:]
+	}
+	return out
+}
+
+func (v wordTok) Decode(ids []int32) string {
+	var b strings.Builder
+	for _, id := range ids {
+		for w, i := range v {
+			if i == id {
+				b.WriteString(w)
+			}
+		}
+	}
+	return b.String()
+}
+
+// TestExtractiveSpacedTwin: in extractive decoding the answer's first
+// token may be the spaced twin of a document token (" 100" for the "100"
+// of "#1004785"), and the answer then continues along the document; a
+// token that is neither stays forbidden.
+func TestExtractiveSpacedTwin(t *testing.T) {
+	tok := wordTok{"#": 10, "100": 11, "4785": 12, " 100": 13, " x": 14, "x": 15}
+	doc := tok.Encode("#1004785x")
+	if fmt.Sprint(doc) != "[10 11 12 15]" {
+		t.Fatalf("doc tokens %v", doc)
+	}
+	twins := spacedTwins(tok, doc)
+	if fmt.Sprint(twins) != "map[13:11 14:15]" {
+		t.Fatalf("twins %v", twins)
+	}
+	stop := []int32{EOS}
+	for _, c := range []struct {
+		gen  []int32
+		want string
+	}{
+		{nil, "[10 11 12 15 2 13 14]"},
+		{[]int32{13}, "[12 2]"},     // " 100" continues as "100"
+		{[]int32{13, 12}, "[15 2]"}, // then "x"
+		{[]int32{11}, "[12 2]"},     // the document's own token
+		{[]int32{14}, "[]"},         // " x" ends the document
+		{[]int32{12, 11}, "[]"},     // not a span
+	} {
+		if got := fmt.Sprint(extractiveAllow(doc, twins, c.gen, stop)); got != c.want {
+			t.Errorf("after %v: allowed %s, want %s", c.gen, got, c.want)
+		}
+	}
+}
