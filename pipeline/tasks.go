@@ -377,11 +377,7 @@ func (t *extractTask) prepare(it *item, tok Tokenizer) error {
 func (t *extractTask) run(w Worker, tok Tokenizer, pack []*item) error {
 	opt := GenOptions{MaxNew: t.maxNew}
 	if t.extractive {
-		twins := make([]map[int32]int32, len(pack))
-		for i, it := range pack {
-			twins[i] = spacedTwins(tok, it.tokens[1:])
-		}
-		opt.Allow = func(i int, gen []int32) []int32 { return extractiveAllow(pack[i].tokens[1:], twins[i], gen, t.stop) }
+		opt.Allow = func(i int, gen []int32) []int32 { return spanContinuations(pack[i].tokens[1:], gen, t.stop) }
 	}
 	gens, err := w.Generate(flatten(pack), opt)
 	if err != nil {
@@ -410,62 +406,6 @@ func (t *extractTask) isAbstain(ans string) bool {
 		}
 	}
 	return false
-}
-
-// spacedTwins maps the "spaced twin" of each distinct token of doc — the
-// one token that is the same text after a space, where the vocabulary has
-// it — back to the document's token. A model fine-tuned on answers that
-// follow "Answer:" starts them with such a token (" 1004785"), also where
-// the document has the answer after punctuation ("#1004785"), whose token
-// carries no space; without the twins the span constraint would forbid
-// the answer's first token.
-func spacedTwins(tok Tokenizer, doc []int32) map[int32]int32 {
-	twins := map[int32]int32{}
-	seen := map[int32]bool{}
-	for _, id := range doc {
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
-		s := tok.Decode([]int32{id})
-		if s == "" || strings.HasPrefix(s, " ") {
-			continue
-		}
-		if t := tok.Encode(" " + s); len(t) == 1 && t[0] != id {
-			twins[t[0]] = id
-		}
-	}
-	return twins
-}
-
-// extractiveAllow is spanContinuations where the answer's first token may
-// also be the spaced twin of a document token (spacedTwins): the answer is
-// then that span of the document with a space before it, which the answer
-// column trims. A first token that is both a document token and a twin
-// continues either way.
-func extractiveAllow(doc []int32, twins map[int32]int32, gen, stop []int32) []int32 {
-	if len(gen) == 0 {
-		out := spanContinuations(doc, nil, stop)
-		var extra []int32
-		for tw := range twins { // every twin maps to a token of doc
-			if !slices.Contains(out, tw) {
-				extra = append(extra, tw)
-			}
-		}
-		// a fixed order whatever the map's: the decoder's ties may depend on it
-		slices.Sort(extra)
-		return append(out, extra...)
-	}
-	out := spanContinuations(doc, gen, stop)
-	if d, ok := twins[gen[0]]; ok {
-		alt := spanContinuations(doc, append([]int32{d}, gen[1:]...), stop)
-		for _, id := range alt {
-			if !slices.Contains(out, id) {
-				out = append(out, id)
-			}
-		}
-	}
-	return out
 }
 
 // spanContinuations lists the tokens that extend gen to a longer span of
