@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"time"
+
+	"github.com/onecore-dev/onecore/amx"
 )
 
 // BenchOptions configures Bench.
@@ -30,6 +32,11 @@ type BenchResult struct {
 	ReadoutBreakdown   map[string]float64 `json:"prefill_readout_breakdown"`
 	DecodeBreakdown    map[string]float64 `json:"decode_breakdown"` // at the largest batch
 	PrefillGEMMGFlops  float64            `json:"prefill_gemm_gflop_s"`
+	// PeakGFlops is the kernel's multiply-add ceiling on this core,
+	// measured in the same run on the same thread (what `onecore bench
+	// peak` measures); PrefillGEMMPeak is PrefillGEMMGFlops over it.
+	PeakGFlops      float64 `json:"kernel_peak_gflop_s"`
+	PrefillGEMMPeak float64 `json:"prefill_gemm_peak_fraction"`
 	// ExpertLoadMaxOverMean is, per MoE layer, the most-loaded expert's
 	// token count over the mean (1 = perfectly balanced), from the prefill.
 	ExpertLoadMaxOverMean map[string]float64 `json:"expert_load_max_over_mean,omitempty"`
@@ -97,6 +104,15 @@ func Bench(m *Model, o BenchOptions) BenchResult {
 			i = j
 		}
 	}
+	// the kernel's ceiling, timed like the passes (thread CPU time)
+	{
+		var flops float64
+		t0 := ThreadCPU()
+		for flops == 0 || ThreadCPU()-t0 < 200*time.Millisecond {
+			flops += amx.PeakLoop(m.Kernel, 100000) // ~1 ms: the clock read is a syscall
+		}
+		res.PeakGFlops = flops / (ThreadCPU() - t0).Seconds() / 1e9
+	}
 	// measure runs f (o.Tokens tokens) repeatedly for at least
 	// o.MinDuration of thread CPU time and returns tokens per CPU second,
 	// then one more profiled run.
@@ -109,7 +125,7 @@ func Bench(m *Model, o BenchOptions) BenchResult {
 			reps++
 		}
 		cpu, wall := ThreadCPU()-t0, time.Since(w0)
-		in.Prof = &Profile{}
+		in.Prof = &Profile{PeakGFlops: res.PeakGFlops}
 		f()
 		p := in.Prof
 		in.Prof = nil
@@ -120,6 +136,7 @@ func Bench(m *Model, o BenchOptions) BenchResult {
 	res.PrefillBreakdown, res.PrefillProfile = p.Shares(), p.String()
 	if s := p.Time[OpGEMM].Seconds(); s > 0 {
 		res.PrefillGEMMGFlops = p.GEMMFlops / s / 1e9
+		res.PrefillGEMMPeak = res.PrefillGEMMGFlops / res.PeakGFlops
 	}
 	res.PrefillReadoutTokS, _, p = measure(withReadout)
 	res.ReadoutBreakdown, res.ReadoutProfile = p.Shares(), p.String()
@@ -157,7 +174,7 @@ func Bench(m *Model, o BenchOptions) BenchResult {
 			steps++
 		}
 		el := ThreadCPU() - t0
-		in.Prof = &Profile{}
+		in.Prof = &Profile{PeakGFlops: res.PeakGFlops}
 		dec.Step()
 		res.DecodeBreakdown = in.Prof.Shares()
 		res.DecodeProfile[B] = in.Prof.String()

@@ -33,6 +33,10 @@ func (o Op) String() string { return opNames[o] }
 type Profile struct {
 	Time      [numOps]time.Duration
 	GEMMFlops float64
+	// PeakGFlops, when set, is the GEMM kernel's multiply-add ceiling on
+	// this core (amx.PeakLoop, measured in the same run): String then says
+	// what fraction of it the weight GEMMs reach.
+	PeakGFlops float64
 }
 
 // Reset clears the counters.
@@ -74,7 +78,11 @@ func (p *Profile) String() string {
 		fmt.Fprintf(&b, "%s %.1f%%", opNames[i], share)
 	}
 	if s := p.Time[OpGEMM].Seconds(); s > 0 {
-		fmt.Fprintf(&b, "  (gemm %.1f GFLOP/s)", p.GEMMFlops/s/1e9)
+		if p.PeakGFlops > 0 {
+			fmt.Fprintf(&b, "  (gemm %.1f GFLOP/s, %.0f%% of the kernel's %.1f peak)", p.GEMMFlops/s/1e9, 100*p.GEMMFlops/s/1e9/p.PeakGFlops, p.PeakGFlops)
+		} else {
+			fmt.Fprintf(&b, "  (gemm %.1f GFLOP/s)", p.GEMMFlops/s/1e9)
+		}
 	}
 	return b.String()
 }
