@@ -114,6 +114,9 @@ func (t Tok) Encode(s string) []int32 { return t.T.EncodeOrdinary(s) }
 // Decode implements Tokenizer.
 func (t Tok) Decode(ids []int32) string { return t.T.Decode(ids, true) }
 
+// VocabSize is the number of token ids (extractive decoding lists them).
+func (t Tok) VocabSize() int { return t.T.VocabSize() }
+
 // EngineModel is a loaded checkpoint for the pipeline.
 type EngineModel struct {
 	M   *engine.Model

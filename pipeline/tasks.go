@@ -315,6 +315,9 @@ type extractTask struct {
 	question   string
 	fixed      [2][]int32 // before/after tokens when the question is fixed
 	warn       []string
+	// vocab, for --extractive with a tokenizer that lists its vocabulary:
+	// answers constrained by text (extractive.go); nil: by token ids
+	vocab *textVocab
 }
 
 func (t *extractTask) warnings() []string { return t.warn }
@@ -358,6 +361,9 @@ func newExtract(j *jobs.Job, m Model, tok Tokenizer) (task, []string, error) {
 		return nil, nil, err
 	}
 	t.fixed = [2][]int32{tok.Encode(b), tok.Encode(a)}
+	if t.extractive {
+		t.vocab = newTextVocab(tok)
+	}
 	return t, nil, nil
 }
 
@@ -371,12 +377,20 @@ func (t *extractTask) prepare(it *item, tok Tokenizer) error {
 		before, after = tok.Encode(b), tok.Encode(a)
 	}
 	it.seqs = [][]int32{concat([]int32{BOS}, before, it.tokens[1:], after)}
+	if t.vocab != nil {
+		it.spanText = tok.Decode(it.tokens[1:]) // the kept part of the text
+	}
 	return nil
 }
 
 func (t *extractTask) run(w Worker, tok Tokenizer, pack []*item) error {
 	opt := GenOptions{MaxNew: t.maxNew}
-	if t.extractive {
+	switch {
+	case t.vocab != nil:
+		opt.Allow = func(i int, gen []int32) []int32 {
+			return t.vocab.allow(pack[i].spanText, t.abstain, tok.Decode(gen), t.stop)
+		}
+	case t.extractive:
 		opt.Allow = func(i int, gen []int32) []int32 { return spanContinuations(pack[i].tokens[1:], gen, t.stop) }
 	}
 	gens, err := w.Generate(flatten(pack), opt)
@@ -390,6 +404,7 @@ func (t *extractTask) run(w Worker, tok Tokenizer, pack []*item) error {
 		// column holds the answer, not the tokenizer's spacing.
 		ans := strings.TrimSpace(tok.Decode(g.Tokens))
 		it.res.answer, it.res.answerLogp = ans, g.LogProb
+		it.spanText = ""
 		it.res.abstained = t.isAbstain(ans)
 	}
 	return nil

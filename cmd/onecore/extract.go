@@ -81,8 +81,8 @@ Tasks (--task, or task: in a --job YAML file; flags override the file):
             split and then by --span-threshold), its character offsets in the
             document (answer = text[answer_start:answer_end], null when
             abstained); otherwise the --template prompt with the document
-            decoded greedily (--extractive keeps the answer a span of the
-            document; offsets null). A classifier checkpoint without a span
+            decoded greedily (--extractive keeps the answer a substring of
+            the document's text or an --abstain string; offsets null). A classifier checkpoint without a span
             head or extract template is refused.
   embed     embedding: the mean-pooled final hidden state (list<float32>)
 Every row also has id, file, row, tokens, truncated and the --keep columns.
@@ -248,7 +248,7 @@ func newExtractCmd(use string, task jobs.Task, short string) *cobra.Command {
 	f.StringSliceVar(&fl.labels, "labels", nil, "classify: label set (default: the model's classifier head)")
 	f.StringVar(&fl.classifyBy, "classify-by", "", "classify: auto, head or labels")
 	f.IntVar(&fl.maxNew, "max-new-tokens", 0, fmt.Sprintf("extract: answer length bound (default %d)", jobs.DefaultMaxNewTokens))
-	f.BoolVar(&fl.extractive, "extractive", false, "extract: the answer must be a span of the document (or abstain)")
+	f.BoolVar(&fl.extractive, "extractive", false, "extract: the answer must be a substring of the document's text or one of --abstain (or empty)")
 	f.StringSliceVar(&fl.abstain, "abstain", nil, "extract: answers that mean no answer (an empty answer always does)")
 	f.IntVar(&fl.maxSpan, "max-span", 0, fmt.Sprintf("extract with a span head: longest answer in tokens (default %d)", jobs.DefaultMaxSpan))
 	f.Float64Var(&fl.spanThresh, "span-threshold", 0, "extract with a span head: added to the \"not present\" score on top of the threshold the model was tuned with (> 0 abstains more, < 0 less)")
