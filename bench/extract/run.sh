@@ -20,6 +20,9 @@
 #                      default extract template; answer " none" when absent),
 #                      then `extract` decoding greedily (--abstain none)
 #   SFT_FLAGS=""       extra flags for train sft (default: --epochs 3)
+#   SFT_EXTRACTIVE=1   also decode the SFT model with --extractive (the answer
+#                      kept a substring of the document or "none"): row
+#                      generative_sft_extractive
 #   SFT_BASE=BASE      checkpoint the SFT starts from (e.g. the stage-1
 #                      copy/abstain model of sft_stage1.py, trained from BASE)
 set -euo pipefail
@@ -88,6 +91,14 @@ PY
       --workers 1 --progress none --summary "$d/sft-extract.json" >/dev/null 2>"$d/sft-extract.log"
     sdps=$(python3 -c 'import json,sys; print("%.0f" % json.load(open(sys.argv[1]))["docs_per_s"])' "$d/sft-extract.json")
     row "$fam" generative_sft "$(python3 "$here/score.py" "$data/$fam.test.jsonl" "$d/sft-pred.jsonl" --json)" "$sdps" "$sft_s"
+    if [[ -n ${SFT_EXTRACTIVE:-} ]]; then
+      rm -rf "$d/sftx-pred.jsonl"
+      taskset -c "$core" "$ONECORE" extract --task extract --model "$d/sft" --in "$data/$fam.test.jsonl" \
+        --question-field question --abstain none --max-new-tokens 48 --max-tokens 1024 --extractive --out "$d/sftx-pred.jsonl" \
+        --workers 1 --progress none --summary "$d/sftx-extract.json" >/dev/null 2>"$d/sftx-extract.log"
+      xdps=$(python3 -c 'import json,sys; print("%.0f" % json.load(open(sys.argv[1]))["docs_per_s"])' "$d/sftx-extract.json")
+      row "$fam" generative_sft_extractive "$(python3 "$here/score.py" "$data/$fam.test.jsonl" "$d/sftx-pred.jsonl" --json)" "$xdps" "$sft_s"
+    fi
     sft_pred=$d/sft-pred.jsonl
   fi
   # what the models answer, not only their scores
