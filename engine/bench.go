@@ -37,6 +37,10 @@ type BenchResult struct {
 	// peak` measures); PrefillGEMMPeak is PrefillGEMMGFlops over it.
 	PeakGFlops      float64 `json:"kernel_peak_gflop_s"`
 	PrefillGEMMPeak float64 `json:"prefill_gemm_peak_fraction"`
+	// PrefillAttnPeak is the prefill attention cores' GEMM FLOPs over the
+	// attention time, as a fraction of the peak (decode attention is dot
+	// products, not counted).
+	PrefillAttnPeak float64 `json:"prefill_attention_peak_fraction"`
 	// ExpertLoadMaxOverMean is, per MoE layer, the most-loaded expert's
 	// token count over the mean (1 = perfectly balanced), from the prefill.
 	ExpertLoadMaxOverMean map[string]float64 `json:"expert_load_max_over_mean,omitempty"`
@@ -137,6 +141,9 @@ func Bench(m *Model, o BenchOptions) BenchResult {
 	if s := p.Time[OpGEMM].Seconds(); s > 0 {
 		res.PrefillGEMMGFlops = p.GEMMFlops / s / 1e9
 		res.PrefillGEMMPeak = res.PrefillGEMMGFlops / res.PeakGFlops
+	}
+	if s := p.Time[OpAttention].Seconds(); s > 0 {
+		res.PrefillAttnPeak = p.AttnFlops / s / 1e9 / res.PeakGFlops
 	}
 	res.PrefillReadoutTokS, _, p = measure(withReadout)
 	res.ReadoutBreakdown, res.ReadoutProfile = p.Shares(), p.String()

@@ -75,11 +75,11 @@ func (in *Instance) linPrefill(li int, lw *layerWeights) {
 				in.kt = amx.PackTransposedFor(kern, in.kt, ds, nq, in.prjb[q0*P+ld+h*ds:], P)
 				ep = in.epilogue()
 				ep.Scale = qscale
-				amx.MatMul(nq, qa, P, in.kt, in.scores, nq, ep)
+				in.attnMatMul(nq, qa, P, in.kt, in.scores, nq, ep)
 				in.decayMask(nq)
 				in.vp = amx.PackFor(kern, in.vp, nq, hd, in.prjb[q0*P+2*ld+h*hd:], P)
 				out := in.mix[q0*lvw+h*hd:]
-				amx.MatMul(nq, in.probs, nq, in.vp, out, lvw, nil)
+				in.attnMatMul(nq, in.probs, nq, in.vp, out, lvw, nil)
 				if s.off+c0 > 0 {
 					// Inter-chunk: out_i += (q_i·e^(L_i))·S_prev/√d_state, the
 					// decay folded into the bf16 queries so that the GEMM
@@ -92,7 +92,7 @@ func (in *Instance) linPrefill(li int, lw *layerWeights) {
 					amx.ScaleRowsBF16(in.qe, ds, in.proj[q0*P+h*ds:], P, in.eLa, nq, ds)
 					ep = in.epilogue()
 					ep.Scale, ep.Accumulate = qscale, true
-					amx.MatMul(nq, in.qe, ds, in.sp, out, lvw, ep)
+					in.attnMatMul(nq, in.qe, ds, in.sp, out, lvw, ep)
 				}
 				if last && exp == nil && !cont {
 					continue
@@ -109,7 +109,7 @@ func (in *Instance) linPrefill(li int, lw *layerWeights) {
 				}
 				ep = in.epilogue()
 				ep.Accumulate = true
-				amx.MatMul(ds, in.lkt, nq, in.vp, S, hd, ep)
+				in.attnMatMul(ds, in.lkt, nq, in.vp, S, hd, ep)
 			}
 		}
 		if exp != nil {

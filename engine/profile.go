@@ -33,6 +33,11 @@ func (o Op) String() string { return opNames[o] }
 type Profile struct {
 	Time      [numOps]time.Duration
 	GEMMFlops float64
+	// AttnFlops are the FLOPs of the attention cores' GEMMs (scores, P·V,
+	// the linear attention's chunk products), masked work included: over
+	// the attention time (softmax, masks and packing included) they say
+	// how near the kernel's peak the attention op runs.
+	AttnFlops float64
 	// PeakGFlops, when set, is the GEMM kernel's multiply-add ceiling on
 	// this core (amx.PeakLoop, measured in the same run): String then says
 	// what fraction of it the weight GEMMs reach.
@@ -84,6 +89,13 @@ func (p *Profile) String() string {
 			fmt.Fprintf(&b, "  (gemm %.1f GFLOP/s)", p.GEMMFlops/s/1e9)
 		}
 	}
+	if s := p.Time[OpAttention].Seconds(); s > 0 && p.AttnFlops > 0 {
+		if p.PeakGFlops > 0 {
+			fmt.Fprintf(&b, "  (attention %.1f GFLOP/s, %.0f%%)", p.AttnFlops/s/1e9, 100*p.AttnFlops/s/1e9/p.PeakGFlops)
+		} else {
+			fmt.Fprintf(&b, "  (attention %.1f GFLOP/s)", p.AttnFlops/s/1e9)
+		}
+	}
 	return b.String()
 }
 
@@ -100,6 +112,14 @@ func (in *Instance) tick() time.Duration {
 func (in *Instance) tock(op Op, t0 time.Duration) {
 	if in.Prof != nil {
 		in.Prof.Time[op] += ThreadCPU() - t0
+	}
+}
+
+// attnMatMul is amx.MatMul inside an attention core, its FLOPs counted.
+func (in *Instance) attnMatMul(m int, a []amx.BF16, lda int, b *amx.Matrix, c []float32, ldc int, ep *amx.Epilogue) {
+	amx.MatMul(m, a, lda, b, c, ldc, ep)
+	if in.Prof != nil {
+		in.Prof.AttnFlops += amx.FLOPs(m, b.K, b.N)
 	}
 }
 

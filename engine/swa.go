@@ -122,12 +122,12 @@ func (in *Instance) swaRows(h, nb, bs, qb, q0, nq, off, nk, P, sd, hd int, scale
 	for kb := qb; off > 0 && kb < nb; kb++ {
 		ep := in.epilogue()
 		ep.Scale = scale
-		amx.MatMul(nr, qa, P, in.prevK[h*nb+kb], sc[kb*bs:], nk, ep)
+		in.attnMatMul(nr, qa, P, in.prevK[h*nb+kb], sc[kb*bs:], nk, ep)
 	}
 	for kb := 0; kb <= qb; kb++ {
 		ep := in.epilogue()
 		ep.Scale = scale
-		amx.MatMul(nr, qa, P, in.curK[h*nb+kb], sc[off+kb*bs:], nk, ep)
+		in.attnMatMul(nr, qa, P, in.curK[h*nb+kb], sc[off+kb*bs:], nk, ep)
 	}
 	// Computed columns: [qb·bs, W) of prev (if any) and [off, off+r1).
 	c0 := off
@@ -153,7 +153,7 @@ func (in *Instance) swaRows(h, nb, bs, qb, q0, nq, off, nk, P, sd, hd int, scale
 	for kb := qb; off > 0 && kb < nb; kb++ {
 		ep := in.epilogue()
 		ep.Accumulate = kb > qb
-		amx.MatMul(nr, pa[kb*bs:], nk, in.prevV[h*nb+kb], out, hd, ep)
+		in.attnMatMul(nr, pa[kb*bs:], nk, in.prevV[h*nb+kb], out, hd, ep)
 	}
 	for kb := 0; kb <= qb; kb++ {
 		ep := in.epilogue()
@@ -161,6 +161,6 @@ func (in *Instance) swaRows(h, nb, bs, qb, q0, nq, off, nk, P, sd, hd int, scale
 		if kb == qb {
 			ep.OutBF16, ep.LdOut = in.mixb[(q0+r0)*sd+h*hd:], sd
 		}
-		amx.MatMul(nr, pa[off+kb*bs:], nk, in.curV[h*nb+kb], out, hd, ep)
+		in.attnMatMul(nr, pa[off+kb*bs:], nk, in.curV[h*nb+kb], out, hd, ep)
 	}
 }

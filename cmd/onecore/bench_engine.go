@@ -27,7 +27,10 @@ and with the full-vocabulary readout) and decode throughput at batch 1, 16, 64
 and 256, and prints a per-op time breakdown (weight GEMMs, attention cores,
 norms/elementwise, other) so the next bottleneck is visible, with the weight
 GEMMs' GFLOP/s as a fraction of the kernel's peak (its multiply-add loop,
-timed first on the same thread, as 'onecore bench peak' does).
+timed first on the same thread, as 'onecore bench peak' does), and for
+prefill the attention cores' GEMM FLOPs (masked work included) over the
+attention time, as a fraction of the same peak (decode attention is dot
+products, not counted).
 
 The model comes from --checkpoint, or from --config (a config file or a preset
 name: dense-3m, moe-3m) with random weights. ONECORE_KERNEL selects the GEMM

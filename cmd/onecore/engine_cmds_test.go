@@ -100,6 +100,7 @@ func TestBenchEngineJSON(t *testing.T) {
 		Break   map[string]float64 `json:"prefill_breakdown"`
 		Peak    float64            `json:"kernel_peak_gflop_s"`
 		Frac    float64            `json:"prefill_gemm_peak_fraction"`
+		Attn    float64            `json:"prefill_attention_peak_fraction"`
 	}
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("%v: %q", err, out)
@@ -107,7 +108,7 @@ func TestBenchEngineJSON(t *testing.T) {
 	// the fraction of the kernel's peak: positive, and below 1.5 even on a
 	// busy machine (thread CPU time on both sides)
 	if r.Prefill <= 0 || r.Readout <= 0 || r.Kernel == "" || len(r.Decode) != 4 || r.Decode["64"] <= 0 || r.Break["gemm"] <= 0 ||
-		r.Peak <= 0 || !(r.Frac > 0 && r.Frac < 1.5) {
+		r.Peak <= 0 || !(r.Frac > 0 && r.Frac < 1.5) || !(r.Attn > 0 && r.Attn < 1.5) {
 		t.Fatalf("bad bench result: %+v", r)
 	}
 	if _, _, code := runBin(t, nil, "bench", "engine"); code != exitUsage {
