@@ -138,13 +138,9 @@ func Bench(m *Model, o BenchOptions) BenchResult {
 	var p *Profile
 	res.PrefillTokS, res.PrefillWallTokS, p = measure(body)
 	res.PrefillBreakdown, res.PrefillProfile = p.Shares(), p.String()
-	if s := p.Time[OpGEMM].Seconds(); s > 0 {
-		res.PrefillGEMMGFlops = p.GEMMFlops / s / 1e9
-		res.PrefillGEMMPeak = res.PrefillGEMMGFlops / res.PeakGFlops
-	}
-	if s := p.Time[OpAttention].Seconds(); s > 0 {
-		res.PrefillAttnPeak = p.AttnFlops / s / 1e9 / res.PeakGFlops
-	}
+	res.PrefillGEMMGFlops = p.GFlops(OpGEMM)
+	res.PrefillGEMMPeak = res.PrefillGEMMGFlops / res.PeakGFlops
+	res.PrefillAttnPeak = p.GFlops(OpAttention) / res.PeakGFlops
 	res.PrefillReadoutTokS, _, p = measure(withReadout)
 	res.ReadoutBreakdown, res.ReadoutProfile = p.Shares(), p.String()
 

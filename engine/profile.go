@@ -82,21 +82,39 @@ func (p *Profile) String() string {
 		}
 		fmt.Fprintf(&b, "%s %.1f%%", opNames[i], share)
 	}
-	if s := p.Time[OpGEMM].Seconds(); s > 0 {
+	if r := p.GFlops(OpGEMM); r > 0 {
 		if p.PeakGFlops > 0 {
-			fmt.Fprintf(&b, "  (gemm %.1f GFLOP/s, %.0f%% of the kernel's %.1f peak)", p.GEMMFlops/s/1e9, 100*p.GEMMFlops/s/1e9/p.PeakGFlops, p.PeakGFlops)
+			fmt.Fprintf(&b, "  (gemm %.1f GFLOP/s, %.0f%% of the kernel's %.1f peak)", r, 100*r/p.PeakGFlops, p.PeakGFlops)
 		} else {
-			fmt.Fprintf(&b, "  (gemm %.1f GFLOP/s)", p.GEMMFlops/s/1e9)
+			fmt.Fprintf(&b, "  (gemm %.1f GFLOP/s)", r)
 		}
 	}
-	if s := p.Time[OpAttention].Seconds(); s > 0 && p.AttnFlops > 0 {
+	if r := p.GFlops(OpAttention); r > 0 {
 		if p.PeakGFlops > 0 {
-			fmt.Fprintf(&b, "  (attention %.1f GFLOP/s, %.0f%%)", p.AttnFlops/s/1e9, 100*p.AttnFlops/s/1e9/p.PeakGFlops)
+			fmt.Fprintf(&b, "  (attention %.1f GFLOP/s, %.0f%%)", r, 100*r/p.PeakGFlops)
 		} else {
-			fmt.Fprintf(&b, "  (attention %.1f GFLOP/s)", p.AttnFlops/s/1e9)
+			fmt.Fprintf(&b, "  (attention %.1f GFLOP/s)", r)
 		}
 	}
 	return b.String()
+}
+
+// GFlops is the counted FLOPs of op (OpGEMM: the weight GEMMs;
+// OpAttention: the attention cores' GEMMs) per second of its time; 0 when
+// none were counted.
+func (p *Profile) GFlops(op Op) float64 {
+	s := p.Time[op].Seconds()
+	var f float64
+	switch op {
+	case OpGEMM:
+		f = p.GEMMFlops
+	case OpAttention:
+		f = p.AttnFlops
+	}
+	if s <= 0 || f <= 0 {
+		return 0
+	}
+	return f / s / 1e9
 }
 
 // tick starts timing an op: the thread's CPU time, so the breakdown is

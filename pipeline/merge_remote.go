@@ -150,11 +150,7 @@ func (r *runner) assembleRemote(ctx context.Context, final string, parts []strin
 
 // download copies the object p to the local file dst.
 func download(ctx context.Context, p, dst string) error {
-	size, err := blobstore.Size(ctx, p)
-	if err != nil {
-		return err
-	}
-	s, err := blobstore.OpenStream(ctx, p, size)
+	s, err := blobstore.OpenStream(ctx, p, -1)
 	if err != nil {
 		return err
 	}
@@ -179,12 +175,7 @@ func concatObjects(ctx context.Context, dst string, srcs []string) error {
 	}
 	bw := bufio.NewWriterSize(w, 1<<20)
 	for _, p := range srcs {
-		size, err := blobstore.Size(ctx, p)
-		if err != nil {
-			w.Abort()
-			return err
-		}
-		s, err := blobstore.OpenStream(ctx, p, size)
+		s, err := blobstore.OpenStream(ctx, p, -1)
 		if err != nil {
 			w.Abort()
 			return err

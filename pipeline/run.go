@@ -75,7 +75,8 @@ type item struct {
 	// denominator of bits_per_byte): textLen, or less when truncated.
 	scoredBytes int
 	// spanText and spanOffs are the kept part of the text and its tokens'
-	// byte offsets (extract with a span head), until the answer is cut.
+	// byte offsets (extract with a span head), until the answer is cut;
+	// spanText alone for --extractive decoding by text, until decoded.
 	spanText string
 	spanOffs [][2]int
 	res      result

@@ -87,21 +87,29 @@ func outIDs(t *testing.T, dir, format string) []string {
 	files, _ := filepath.Glob(filepath.Join(dir, "part-*.jsonl"))
 	var ids []string
 	for _, p := range files {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-			var row struct {
-				ID string `json:"id"`
-			}
-			if err := json.Unmarshal([]byte(line), &row); err != nil {
-				t.Fatalf("%s: %v", p, err)
-			}
-			ids = append(ids, row.ID)
-		}
+		ids = append(ids, jsonlIDs(t, p)...)
 	}
 	sort.Strings(ids)
+	return ids
+}
+
+// jsonlIDs lists the id of every row of a JSON Lines results file.
+func jsonlIDs(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var row struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		ids = append(ids, row.ID)
+	}
 	return ids
 }
 
@@ -398,19 +406,7 @@ func TestS3SingleObject(t *testing.T) {
 		t.Helper()
 		var got []string
 		if format == "jsonl" {
-			b, err := os.ReadFile(f.local(key))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-				var row struct {
-					ID string `json:"id"`
-				}
-				if err := json.Unmarshal([]byte(line), &row); err != nil {
-					t.Fatalf("%s: %v", key, err)
-				}
-				got = append(got, row.ID)
-			}
+			got = jsonlIDs(t, f.local(key))
 			sort.Strings(got)
 		} else {
 			got = partIDs(t, f.local(key), format)

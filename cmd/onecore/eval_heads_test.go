@@ -63,6 +63,32 @@ var multilabelRows = []struct{ gold, pred []string }{
 // JSON text --keep copies from an array field) matches the hand
 // computation, from JSON Lines and Parquet, with --head and
 // --pred-column found by themselves.
+// evalJSON runs eval on the predictions file in (gold column "gold", head
+// auto), decodes its --json output into m and returns its printed report.
+func evalJSON(t *testing.T, tmp, in string, m any) string {
+	t.Helper()
+	jsonOut := filepath.Join(tmp, "m.json")
+	var out bytes.Buffer
+	if err := runEval(&out, evalFlags{pred: in, goldColumn: "gold", head: "auto", jsonOut: jsonOut}); err != nil {
+		t.Fatalf("%s: %v", in, err)
+	}
+	b, _ := os.ReadFile(jsonOut)
+	if err := json.Unmarshal(b, m); err != nil {
+		t.Fatal(err)
+	}
+	return out.String()
+}
+
+// nearTo checks a metric of file in against a hand computation.
+func nearTo(t *testing.T, in string) func(what string, got, want float64) {
+	return func(what string, got, want float64) {
+		t.Helper()
+		if math.Abs(got-want) > 1e-12 {
+			t.Errorf("%s: %s %v, want %v", in, what, got, want)
+		}
+	}
+}
+
 func TestEvalMultilabel(t *testing.T) {
 	tmp := t.TempDir()
 	var lines []string
@@ -99,21 +125,9 @@ func TestEvalMultilabel(t *testing.T) {
 		}
 	})
 	for _, in := range []string{jsonl, pq} {
-		jsonOut := filepath.Join(tmp, "m.json")
-		var out bytes.Buffer
-		if err := runEval(&out, evalFlags{pred: in, goldColumn: "gold", head: "auto", jsonOut: jsonOut}); err != nil {
-			t.Fatalf("%s: %v", in, err)
-		}
 		var m multilabelMetrics
-		b, _ := os.ReadFile(jsonOut)
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatal(err)
-		}
-		near := func(what string, got, want float64) {
-			if math.Abs(got-want) > 1e-12 {
-				t.Errorf("%s: %s %v, want %v", in, what, got, want)
-			}
-		}
+		out := evalJSON(t, tmp, in, &m)
+		near := nearTo(t, in)
 		if m.Head != "multilabel" || m.Rows != 5 || m.NullGold != 1 || m.Evaluated != 4 || m.ExactSets != 2 {
 			t.Errorf("%s: counts %+v", in, m)
 		}
@@ -143,8 +157,8 @@ func TestEvalMultilabel(t *testing.T) {
 			near(w.Label+" F1", l.F1, w.F1)
 		}
 		for _, s := range []string{"rows       5 (4 evaluated; skipped: 1 with a null gold)\n", "subset accuracy  0.5000 (2/4", "hamming loss     0.1667\n", "micro-F1         0.8000\n", "macro-F1         0.7778\n"} {
-			if !strings.Contains(out.String(), s) {
-				t.Errorf("%s: output lacks %q:\n%s", in, s, out.String())
+			if !strings.Contains(out, s) {
+				t.Errorf("%s: output lacks %q:\n%s", in, s, out)
 			}
 		}
 	}
@@ -191,21 +205,9 @@ func TestEvalRegression(t *testing.T) {
 		}
 	})
 	for _, in := range []string{jsonl, pq} {
-		jsonOut := filepath.Join(tmp, "m.json")
-		var out bytes.Buffer
-		if err := runEval(&out, evalFlags{pred: in, goldColumn: "gold", head: "auto", jsonOut: jsonOut}); err != nil {
-			t.Fatalf("%s: %v", in, err)
-		}
 		var m regressionMetrics
-		b, _ := os.ReadFile(jsonOut)
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatal(err)
-		}
-		near := func(what string, got, want float64) {
-			if math.Abs(got-want) > 1e-12 {
-				t.Errorf("%s: %s %v, want %v", in, what, got, want)
-			}
-		}
+		out := evalJSON(t, tmp, in, &m)
+		near := nearTo(t, in)
 		if m.Head != "regression" || m.Rows != 5 || m.NullGold != 1 || m.Evaluated != 4 {
 			t.Errorf("%s: counts %+v", in, m)
 		}
@@ -216,8 +218,8 @@ func TestEvalRegression(t *testing.T) {
 		near("gold mean", m.GoldMean, 2.5)
 		near("pred mean", m.PredMean, 2.75)
 		for _, s := range []string{"MAE        0.5000\n", "R²         0.7000\n", "Pearson r  0.9135\n"} {
-			if !strings.Contains(out.String(), s) {
-				t.Errorf("%s: output lacks %q:\n%s", in, s, out.String())
+			if !strings.Contains(out, s) {
+				t.Errorf("%s: output lacks %q:\n%s", in, s, out)
 			}
 		}
 	}
