@@ -108,6 +108,19 @@ type Job struct {
 	// MaxSpan bounds an answer of the span head, in tokens (extract with a
 	// checkpoint that has head.span).
 	MaxSpan int `yaml:"max_span,omitempty" json:"max_span,omitempty"`
+	// Window, when positive, splits documents longer than Window tokens
+	// into windows of Window tokens, each overlapping the next by half, for
+	// generative extraction: every window is prompted and decoded, and the
+	// answer is the most probable one that does not abstain (the job
+	// abstains when every window does). 0: every document is one prompt.
+	// The span head reads the whole document and ignores it. Measured
+	// (docs/notes/issue-14.md): the bundled models' attention window is
+	// 256 tokens and a fine-tuned model copies an answer 89 % of the time
+	// within ~128 tokens of the question, 11 % beyond ~384; windows of 192
+	// raised exact match by 14–52 points where the answer sits far from the
+	// end of long documents, and lowered it by 6–9 where the question is
+	// about a position ("the latest entry") that other windows imitate.
+	Window int `yaml:"window,omitempty" json:"window,omitempty"`
 	// SpanThreshold is added to the span head's "not present" score before
 	// it is compared with the best span's, on top of the threshold the
 	// checkpoint was tuned with (generation.json span_threshold): above 0
@@ -200,6 +213,9 @@ func (j *Job) Normalize() error {
 		if j.MaxSpan == 0 {
 			j.MaxSpan = DefaultMaxSpan
 		}
+		if j.Window != 0 && j.Window < 8 {
+			return fmt.Errorf("window %d: must be at least 8 tokens, or 0 for whole documents", j.Window)
+		}
 		if j.MaxSpan < 1 {
 			return fmt.Errorf("max_span %d: must be positive", j.MaxSpan)
 		}
@@ -207,8 +223,8 @@ func (j *Job) Normalize() error {
 			return fmt.Errorf("span_threshold %v: must be a finite number", j.SpanThreshold)
 		}
 	} else {
-		if j.MaxSpan != 0 || j.SpanThreshold != 0 {
-			return fmt.Errorf("max_span/span_threshold apply to task extract, not %s", j.Task)
+		if j.MaxSpan != 0 || j.SpanThreshold != 0 || j.Window != 0 {
+			return fmt.Errorf("max_span/span_threshold/window apply to task extract, not %s", j.Task)
 		}
 		if j.Extractive {
 			return fmt.Errorf("extractive applies to task extract, not %s", j.Task)

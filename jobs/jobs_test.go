@@ -60,7 +60,19 @@ func TestParseNormalize(t *testing.T) {
 				t.Errorf("%+v", j)
 			}
 		}},
-		{name: "max_span on classify", yaml: "max_span: 3\n", wantErr: "max_span/span_threshold apply"},
+		{name: "max_span on classify", yaml: "max_span: 3\n", wantErr: "max_span/span_threshold/window apply"},
+		{name: "window on score", yaml: "task: score\nwindow: 100\n", wantErr: "window apply to task extract"},
+		{name: "window default", yaml: "task: extract\n", check: func(t *testing.T, j *Job) {
+			if j.Window != 0 {
+				t.Errorf("window %d, want 0 (whole documents)", j.Window)
+			}
+		}},
+		{name: "window set", yaml: "task: extract\nwindow: 1024\n", check: func(t *testing.T, j *Job) {
+			if j.Window != 1024 {
+				t.Errorf("window %d", j.Window)
+			}
+		}},
+		{name: "tiny window", yaml: "task: extract\nwindow: 3\n", wantErr: "window 3"},
 		{name: "negative max_span", yaml: "task: extract\nmax_span: -2\n", wantErr: "max_span -2"},
 		{name: "nan threshold", yaml: "task: extract\nspan_threshold: .nan\n", wantErr: "span_threshold"},
 		{name: "bad truncate", yaml: "truncate: middle\n", wantErr: "truncate"},

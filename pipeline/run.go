@@ -75,11 +75,15 @@ type item struct {
 	// denominator of bits_per_byte): textLen, or less when truncated.
 	scoredBytes int
 	// spanText and spanOffs are the kept part of the text and its tokens'
-	// byte offsets (extract with a span head), until the answer is cut;
-	// spanText alone for --extractive decoding by text, until decoded.
+	// byte offsets (extract with a span head), until the answer is cut.
 	spanText string
 	spanOffs [][2]int
-	res      result
+	// windows are the document-token ranges generative extraction prompts
+	// with (one per sequence), and windowTexts their text for --extractive
+	// decoding by text, until decoded.
+	windows     [][2]int
+	windowTexts []string
+	res         result
 }
 
 func (it *item) cost() int {

@@ -318,6 +318,9 @@ type extractTask struct {
 	// vocab, for --extractive with a tokenizer that lists its vocabulary:
 	// answers constrained by text (extractive.go); nil: by token ids
 	vocab *textVocab
+	// window: documents longer than this many tokens are decoded as
+	// half-overlapping windows of it (jobs.Job.Window)
+	window int
 }
 
 func (t *extractTask) warnings() []string { return t.warn }
@@ -349,6 +352,7 @@ func newExtract(j *jobs.Job, m Model, tok Tokenizer) (task, []string, error) {
 		abstain:    j.Abstain,
 		qIndex:     -1,
 		question:   j.Question,
+		window:     j.Window,
 	}
 	if len(t.stop) == 0 {
 		t.stop = []int32{EOS}
@@ -376,36 +380,97 @@ func (t *extractTask) prepare(it *item, tok Tokenizer) error {
 		}
 		before, after = tok.Encode(b), tok.Encode(a)
 	}
-	it.seqs = [][]int32{concat([]int32{BOS}, before, it.tokens[1:], after)}
-	if t.vocab != nil {
-		it.spanText = tok.Decode(it.tokens[1:]) // the kept part of the text
+	doc := it.tokens[1:]
+	it.windows = extractWindows(len(doc), t.window)
+	it.seqs = it.seqs[:0]
+	it.windowTexts = it.windowTexts[:0]
+	for _, w := range it.windows {
+		it.seqs = append(it.seqs, concat([]int32{BOS}, before, doc[w[0]:w[1]], after))
+		if t.vocab != nil {
+			it.windowTexts = append(it.windowTexts, tok.Decode(doc[w[0]:w[1]])) // the window's text
+		}
 	}
 	return nil
 }
 
+// extractWindows cuts n document tokens into windows of w tokens, each
+// starting half a window after the previous one, the last ending at n (it
+// may be shorter); one window [0, n) when the document fits.
+func extractWindows(n, w int) [][2]int {
+	if w <= 0 || n <= w {
+		return [][2]int{{0, n}}
+	}
+	step := max(1, w/2)
+	var out [][2]int
+	for a := 0; ; a += step {
+		b := min(a+w, n)
+		out = append(out, [2]int{a, b})
+		if b == n {
+			return out
+		}
+	}
+}
+
+// run decodes every window of every document of the pack (each a sequence
+// of its own, so batch invariant as any generation), then answers each
+// document with its most probable window answer that does not abstain
+// (summed log-probability; the first window on ties), or, when every
+// window abstains, with its most probable abstention.
 func (t *extractTask) run(w Worker, tok Tokenizer, pack []*item) error {
+	type owner struct {
+		it *item
+		k  int // window index
+	}
+	var owners []owner
+	for _, it := range pack {
+		for k := range it.seqs {
+			owners = append(owners, owner{it, k})
+		}
+	}
 	opt := GenOptions{MaxNew: t.maxNew}
 	switch {
 	case t.vocab != nil:
 		opt.Allow = func(i int, gen []int32) []int32 {
-			return t.vocab.allow(pack[i].spanText, t.abstain, tok.Decode(gen), t.stop)
+			o := owners[i]
+			return t.vocab.allow(o.it.windowTexts[o.k], t.abstain, tok.Decode(gen), t.stop)
 		}
 	case t.extractive:
-		opt.Allow = func(i int, gen []int32) []int32 { return spanContinuations(pack[i].tokens[1:], gen, t.stop) }
+		opt.Allow = func(i int, gen []int32) []int32 {
+			o := owners[i]
+			win := o.it.windows[o.k]
+			return spanContinuations(o.it.tokens[1+win[0]:1+win[1]], gen, t.stop)
+		}
 	}
 	gens, err := w.Generate(flatten(pack), opt)
 	if err != nil {
 		return err
 	}
-	for i, it := range pack {
-		g := gens[i]
-		// A BPE answer after "Answer:" starts with its word's space
-		// (" Stephane Lentz"), and a stop may follow a newline: the
-		// column holds the answer, not the tokenizer's spacing.
-		ans := strings.TrimSpace(tok.Decode(g.Tokens))
-		it.res.answer, it.res.answerLogp = ans, g.LogProb
-		it.spanText = ""
-		it.res.abstained = t.isAbstain(ans)
+	i := 0
+	for _, it := range pack {
+		best, bestAbst := -1, -1
+		answers := make([]string, len(it.seqs))
+		for k := range it.seqs {
+			g := gens[i+k]
+			// A BPE answer after "Answer:" starts with its word's space
+			// (" Stephane Lentz"), and a stop may follow a newline: the
+			// column holds the answer, not the tokenizer's spacing.
+			answers[k] = strings.TrimSpace(tok.Decode(g.Tokens))
+			if t.isAbstain(answers[k]) {
+				if bestAbst < 0 || g.LogProb > gens[i+bestAbst].LogProb {
+					bestAbst = k
+				}
+			} else if best < 0 || g.LogProb > gens[i+best].LogProb {
+				best = k
+			}
+		}
+		pick := best
+		if pick < 0 {
+			pick = bestAbst
+		}
+		it.res.answer, it.res.answerLogp = answers[pick], gens[i+pick].LogProb
+		it.res.abstained = best < 0
+		it.windowTexts, it.windows = nil, nil
+		i += len(it.seqs)
 	}
 	return nil
 }

@@ -23,6 +23,9 @@
 #   SFT_EXTRACTIVE=1   also decode the SFT model with --extractive (the answer
 #                      kept a substring of the document or "none"): row
 #                      generative_sft_extractive
+#   SFT_WINDOW=192     also decode the SFT model with --extractive --window N
+#                      (long documents read as half-overlapping windows):
+#                      row generative_sft_window
 #   SFT_BASE=BASE      checkpoint the SFT starts from (e.g. the stage-1
 #                      copy/abstain model of sft_stage1.py, trained from BASE)
 set -euo pipefail
@@ -98,6 +101,14 @@ PY
         --workers 1 --progress none --summary "$d/sftx-extract.json" >/dev/null 2>"$d/sftx-extract.log"
       xdps=$(python3 -c 'import json,sys; print("%.0f" % json.load(open(sys.argv[1]))["docs_per_s"])' "$d/sftx-extract.json")
       row "$fam" generative_sft_extractive "$(python3 "$here/score.py" "$data/$fam.test.jsonl" "$d/sftx-pred.jsonl" --json)" "$xdps" "$sft_s"
+    fi
+    if [[ -n ${SFT_WINDOW:-} ]]; then
+      rm -rf "$d/sftw-pred.jsonl"
+      taskset -c "$core" "$ONECORE" extract --task extract --model "$d/sft" --in "$data/$fam.test.jsonl" \
+        --question-field question --abstain none --max-new-tokens 48 --max-tokens 1024 --extractive --window "$SFT_WINDOW" \
+        --out "$d/sftw-pred.jsonl" --workers 1 --progress none --summary "$d/sftw-extract.json" >/dev/null 2>"$d/sftw-extract.log"
+      wdps=$(python3 -c 'import json,sys; print("%.0f" % json.load(open(sys.argv[1]))["docs_per_s"])' "$d/sftw-extract.json")
+      row "$fam" generative_sft_window "$(python3 "$here/score.py" "$data/$fam.test.jsonl" "$d/sftw-pred.jsonl" --json)" "$wdps" "$sft_s"
     fi
     sft_pred=$d/sft-pred.jsonl
   fi

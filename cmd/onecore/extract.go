@@ -46,6 +46,7 @@ type extractFlags struct {
 	classifyBy  string
 	maxNew      int
 	extractive  bool
+	window      int
 	abstain     []string
 	maxSpan     int
 	spanThresh  float64
@@ -82,8 +83,11 @@ Tasks (--task, or task: in a --job YAML file; flags override the file):
             document (answer = text[answer_start:answer_end], null when
             abstained); otherwise the --template prompt with the document
             decoded greedily (--extractive keeps the answer a substring of
-            the document's text or an --abstain string; offsets null). A classifier checkpoint without a span
-            head or extract template is refused.
+            the document's text or an --abstain string; offsets null); with
+            --window N a document longer than N tokens is read as half-
+            overlapping windows and the most probable answer that does not
+            abstain wins (answer_logprob is that window's). A classifier
+            checkpoint without a span head or extract template is refused.
   embed     embedding: the mean-pooled final hidden state (list<float32>)
 Every row also has id, file, row, tokens, truncated and the --keep columns.
 
@@ -142,9 +146,9 @@ columns.
 // not apply to it: hidden from its help (still accepted, as a job file may
 // set the same fields for another task).
 var taskFlags = map[jobs.Task][]string{
-	jobs.TaskClassify: {"question", "question-field", "max-new-tokens", "extractive", "abstain", "max-span", "span-threshold"},
-	jobs.TaskScore:    {"template", "question", "question-field", "labels", "classify-by", "max-new-tokens", "extractive", "abstain", "max-span", "span-threshold"},
-	jobs.TaskEmbed:    {"template", "question", "question-field", "labels", "classify-by", "max-new-tokens", "extractive", "abstain", "max-span", "span-threshold"},
+	jobs.TaskClassify: {"question", "question-field", "max-new-tokens", "extractive", "abstain", "max-span", "span-threshold", "window"},
+	jobs.TaskScore:    {"template", "question", "question-field", "labels", "classify-by", "max-new-tokens", "extractive", "abstain", "max-span", "span-threshold", "window"},
+	jobs.TaskEmbed:    {"template", "question", "question-field", "labels", "classify-by", "max-new-tokens", "extractive", "abstain", "max-span", "span-threshold", "window"},
 }
 
 // extractTail is the part of the help every job command shares: output,
@@ -251,6 +255,7 @@ func newExtractCmd(use string, task jobs.Task, short string) *cobra.Command {
 	f.BoolVar(&fl.extractive, "extractive", false, "extract: the answer must be a substring of the document's text or one of --abstain (or empty)")
 	f.StringSliceVar(&fl.abstain, "abstain", nil, "extract: answers that mean no answer (an empty answer always does)")
 	f.IntVar(&fl.maxSpan, "max-span", 0, fmt.Sprintf("extract with a span head: longest answer in tokens (default %d)", jobs.DefaultMaxSpan))
+	f.IntVar(&fl.window, "window", 0, "extract, generative decoding: read documents longer than this many tokens as windows of it, half overlapping, and answer with the most probable window that does not abstain (0: whole documents; 192 suits the bundled models' 256-token attention when answers lie far from the end of long documents)")
 	f.Float64Var(&fl.spanThresh, "span-threshold", 0, "extract with a span head: added to the \"not present\" score on top of the threshold the model was tuned with (> 0 abstains more, < 0 less)")
 	f.IntVar(&fl.workers, "workers", 0, "engine workers, one per core (default: usable cores)")
 	f.IntVar(&fl.tokWorkers, "tokenizer-workers", 0, "tokenizer goroutines (default max(2, workers/2))")
@@ -321,6 +326,9 @@ func buildJob(cmd *cobra.Command, fl *extractFlags) (*jobs.Job, error) {
 	}
 	if set("span-threshold") {
 		j.SpanThreshold = fl.spanThresh
+	}
+	if set("window") {
+		j.Window = fl.window
 	}
 	if set("max-doc-bytes") {
 		j.MaxDocBytes = fl.maxDocBytes
