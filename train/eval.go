@@ -124,10 +124,21 @@ type ProbeScores struct {
 	Add float64 `json:"add"`
 }
 
+// probeRows is the rows of each copy probe in a training run's evals: 16
+// rows of 15 scored positions, 240 items (about ±0.03 of binomial noise at
+// 0.5, for one draw of the rows; train probe measures many draws).
+const probeRows = 16
+
 // runProbes evaluates the probes with token ids drawn by corpus frequency
-// (seeded, so every eval sees the same probes).
+// (seeded, so every eval sees the same probes), probeRows rows each.
 func runProbes(m *Model[float32], tok Tokenizer, uni *unigram, mask []bool, seed uint64) ProbeScores {
-	const L, n = 16, 16
+	return runProbesN(m, tok, uni, mask, seed, probeRows)
+}
+
+// runProbesN is runProbes with n rows per copy probe (the addition probe,
+// run when tok is non-nil, always has 10 items).
+func runProbesN(m *Model[float32], tok Tokenizer, uni *unigram, mask []bool, seed uint64, n int) ProbeScores {
+	const L = 16
 	rng := rand.New(rand.NewPCG(seed, 0x70726f6265))
 	copyProbe := func(rot int) float64 {
 		rowLen := 1 + 2*L
