@@ -31,7 +31,7 @@ func init() {
 	var fl evalFlags
 	cmd := &cobra.Command{
 		Use:   "eval --pred RESULTS --gold-column COLUMN",
-		Short: "Score classification results against gold labels (accuracy, F1, confusion matrix)",
+		Short: "Score classify or extract results against gold labels (accuracy, F1, confusion matrix; exact match)",
 		Long: `eval compares the predicted labels of a classify output with gold labels in
 the same rows, so a classifier can be measured without another tool. RESULTS
 is what onecore show reads: Parquet, Arrow IPC, JSON Lines (plain or .zst),
@@ -58,13 +58,22 @@ column: a list is multilabel, a number regression):
               accuracy (the whole set right) and Hamming loss (wrong
               label decisions per row and label).
   regression  (classify's value column; gold a number or its text): MAE,
-              RMSE, R² (1 − residual/total sum of squares) and Pearson r.`,
+              RMSE, R² (1 − residual/total sum of squares) and Pearson r.
+  extract     (extract's answer column, with abstained; gold the answer
+              text, null where the document does not hold it — these rows
+              count: abstaining on them is right): exact match over every
+              row (answer = gold after trimming spaces), token F1 over rows
+              whose gold is present (SQuAD-style, lower-cased), and
+              precision/recall/F1 of abstaining — bench/extract/score.py's
+              metrics.`,
 		Example: `  onecore classify --in testdata/sample --out r.parquet --keep gold
   onecore eval --pred r.parquet --gold-column gold
   onecore classify --in reviews.parquet --out r/ --keep label:gold
   onecore eval --pred r/ --gold-column gold --json metrics.json
   onecore classify --model tagger --in posts.jsonl --out t.parquet --keep tags:gold
-  onecore eval --pred t.parquet --gold-column gold            # multilabel: labels vs gold`,
+  onecore eval --pred t.parquet --gold-column gold            # multilabel: labels vs gold
+  onecore extract --task extract --model sender/ --question-field q --in labeled.jsonl --out a.parquet --keep answer:gold
+  onecore eval --pred a.parquet --gold-column gold            # extract: answer vs gold`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runEval(cmd.OutOrStdout(), fl)
@@ -74,7 +83,7 @@ column: a list is multilabel, a number regression):
 	f.StringVar(&fl.pred, "pred", "", "classify results: file (.parquet, .arrow, .jsonl, .jsonl.zst) or output directory")
 	f.StringVar(&fl.goldColumn, "gold-column", "", "column holding the gold label (e.g. from --keep label:gold)")
 	f.StringVar(&fl.predColumn, "pred-column", "", "column holding the prediction (default: the first of label, labels, value the results have)")
-	f.StringVar(&fl.head, "head", "auto", "what the results hold: multiclass (one label), multilabel (a list of labels), regression (a number); auto: from the prediction column's values")
+	f.StringVar(&fl.head, "head", "auto", "what the results hold: multiclass (one label), multilabel (a list of labels), regression (a number), extract (an answer); auto: from the prediction column and its values")
 	f.StringVar(&fl.jsonOut, "json", "", "also write the metrics as JSON to this file")
 	rootCmd.AddCommand(cmd)
 }
@@ -87,9 +96,9 @@ func runEval(w io.Writer, fl evalFlags) error {
 		fl.head = "auto"
 	}
 	switch fl.head {
-	case "auto", headMulticlass, headMultilabel, headRegression:
+	case "auto", headMulticlass, headMultilabel, headRegression, headExtract:
 	default:
-		return usageError{fmt.Errorf("--head %q: want auto, multiclass, multilabel or regression", fl.head)}
+		return usageError{fmt.Errorf("--head %q: want auto, multiclass, multilabel, regression or extract", fl.head)}
 	}
 	files, err := resultFiles(fl.pred)
 	if err != nil {
@@ -117,6 +126,21 @@ func runEval(w io.Writer, fl evalFlags) error {
 	head := fl.head
 	if head == "auto" {
 		head = detectHead(pairs)
+		if fl.predColumn == "answer" {
+			head = headExtract
+		}
+	}
+	var abstained []bool
+	if head == headExtract {
+		// abstained, row by row in the same order (a second pass: the
+		// pair reader takes two columns)
+		for _, f := range files {
+			if err := readLabelPairs(f, fl.goldColumn, "abstained", func(p labelPair) {
+				abstained = append(abstained, p.predValid && p.pred == "true")
+			}); err != nil {
+				return err
+			}
+		}
 	}
 	var m interface {
 		print(w io.Writer, goldCol, predCol string) error
@@ -126,6 +150,8 @@ func runEval(w io.Writer, fl evalFlags) error {
 		m, err = evaluateMultilabel(pairs)
 	case headRegression:
 		m, err = evaluateRegression(pairs)
+	case headExtract:
+		m, err = evaluateExtract(pairs, abstained)
 	default:
 		m, err = evaluate(pairs)
 	}

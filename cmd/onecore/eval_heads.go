@@ -140,19 +140,19 @@ func detectHead(pairs []labelPair) string {
 }
 
 // defaultPredColumn is --pred-column when not given: the first of label
-// (multiclass), labels (multilabel) and value (regression) that the first
-// results file has.
+// (multiclass), labels (multilabel), value (regression) and answer
+// (extract) that the first results file has.
 func defaultPredColumn(path string) (string, error) {
 	cols, err := resultColumns(path)
 	if err != nil {
 		return "", err
 	}
-	for _, c := range []string{"label", "labels", "value"} {
+	for _, c := range []string{"label", "labels", "value", "answer"} {
 		if indexOf(cols, c) >= 0 {
 			return c, nil
 		}
 	}
-	return "", usageError{fmt.Errorf("%s: no column label, labels or value: give --pred-column (columns: %s)", path, strings.Join(cols, ", "))}
+	return "", usageError{fmt.Errorf("%s: no column label, labels, value or answer: give --pred-column (columns: %s)", path, strings.Join(cols, ", "))}
 }
 
 // resultColumns lists the columns (errEnough, show's, stops the read) of a results file: the schema of
