@@ -173,8 +173,8 @@ func TestExtractModelChecks(t *testing.T) {
 	if _, _, err := newTask(job(func(j *jobs.Job) { j.Template = "{text} Q: {question} A:" }), plainLM{&fakeModel{labels: []string{"a", "b"}}}, byteTok{}); err != nil {
 		t.Fatalf("classifier with a job template: %v", err)
 	}
-	tk, _, err = newTask(job(func(j *jobs.Job) { j.Extractive, j.Template = true, "{text}" }), spanLM{&fakeModel{labels: []string{"a", "b"}}}, byteTok{})
-	if st, ok := tk.(*spanTask); err != nil || !ok || st.maxSpan != jobs.DefaultMaxSpan || !strings.Contains(warns(tk), "ignoring template, extractive") {
+	tk, _, err = newTask(job(func(j *jobs.Job) { j.Extractive, j.Template, j.Window = true, "{text}", 64 }), spanLM{&fakeModel{labels: []string{"a", "b"}}}, byteTok{})
+	if st, ok := tk.(*spanTask); err != nil || !ok || st.maxSpan != jobs.DefaultMaxSpan || !strings.Contains(warns(tk), "ignoring template, extractive, window") {
 		t.Fatalf("span head: %T %v, warnings %q", tk, err, warns(tk))
 	}
 	// the job's span_threshold shifts the one the model was tuned with

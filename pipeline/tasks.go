@@ -546,6 +546,9 @@ func newSpanExtract(j *jobs.Job, modelThreshold float64) (task, []string, error)
 	if len(j.Abstain) > 0 {
 		ignored = append(ignored, "abstain")
 	}
+	if j.Window > 0 {
+		ignored = append(ignored, "window") // the head reads the whole (kept) document
+	}
 	t := &spanTask{maxSpan: j.MaxSpan, threshold: modelThreshold + j.SpanThreshold, qIndex: -1, question: j.Question}
 	if len(ignored) > 0 {
 		t.warn = append(t.warn, "extract: the model has a span head, which reads its own fixed prompt and answers with spans: ignoring "+strings.Join(ignored, ", "))
