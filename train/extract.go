@@ -690,12 +690,18 @@ func tokenF1(pred, gold string) float64 {
 		}
 		return 0
 	}
+	return OverlapF1(p, g)
+}
+
+// OverlapF1 is the F1 of the multiset overlap of predicted and gold tokens
+// (SQuAD's token F1 after its tokenization): 0 when they share none.
+func OverlapF1(pred, gold []string) float64 {
 	count := map[string]int{}
-	for _, w := range g {
+	for _, w := range gold {
 		count[w]++
 	}
 	common := 0
-	for _, w := range p {
+	for _, w := range pred {
 		if count[w] > 0 {
 			count[w]--
 			common++
@@ -704,6 +710,6 @@ func tokenF1(pred, gold string) float64 {
 	if common == 0 {
 		return 0
 	}
-	prec, rec := float64(common)/float64(len(p)), float64(common)/float64(len(g))
+	prec, rec := float64(common)/float64(len(pred)), float64(common)/float64(len(gold))
 	return 2 * prec * rec / (prec + rec)
 }

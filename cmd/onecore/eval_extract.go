@@ -6,6 +6,8 @@ import (
 	"io"
 	"regexp"
 	"strings"
+
+	"github.com/onecore-dev/onecore/train"
 )
 
 // headExtract is eval's --head for extract results: the answer column (and
@@ -35,24 +37,7 @@ type extractMetrics struct {
 var f1Tokens = regexp.MustCompile(`[\p{L}\p{N}_]+|[^\p{L}\p{N}_\s]`)
 
 func tokenF1(pred, gold string) float64 {
-	p := f1Tokens.FindAllString(strings.ToLower(pred), -1)
-	g := f1Tokens.FindAllString(strings.ToLower(gold), -1)
-	count := map[string]int{}
-	for _, t := range g {
-		count[t]++
-	}
-	common := 0
-	for _, t := range p {
-		if count[t] > 0 {
-			count[t]--
-			common++
-		}
-	}
-	if common == 0 {
-		return 0
-	}
-	pr, rc := float64(common)/float64(len(p)), float64(common)/float64(len(g))
-	return 2 * pr * rc / (pr + rc)
+	return train.OverlapF1(f1Tokens.FindAllString(strings.ToLower(pred), -1), f1Tokens.FindAllString(strings.ToLower(gold), -1))
 }
 
 // evaluateExtract scores answers (pairs: gold, answer) given each row's

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -81,16 +80,7 @@ stop, even SIGKILL, the same command with --resume continues bit for bit
 			default:
 				return usageError{fmt.Errorf("--pooling %q: want mean, last or attention", o.Pooling)}
 			}
-			from, err := resolveFrom(from)
-			if err != nil {
-				return err
-			}
-			cfg, err := train.LoadConfig(filepath.Join(from, "config.json"))
-			if err != nil {
-				return err
-			}
-			tokPath := filepath.Join(from, "tokenizer.json")
-			tok, err := loadTokenizer(tokPath, cfg.VocabSize)
+			from, tok, tokPath, err := loadFrom(from)
 			if err != nil {
 				return err
 			}

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -72,16 +71,7 @@ with --resume continues bit for bit.
 			if o.LR <= 0 || o.HeadLR <= 0 || o.Epochs <= 0 || o.BatchTokens < 1 {
 				return usageError{errors.New("--lr, --head-lr, --epochs and --batch-tokens must be positive")}
 			}
-			from, err := resolveFrom(from)
-			if err != nil {
-				return err
-			}
-			cfg, err := train.LoadConfig(filepath.Join(from, "config.json"))
-			if err != nil {
-				return err
-			}
-			tokPath := filepath.Join(from, "tokenizer.json")
-			tok, err := loadTokenizer(tokPath, cfg.VocabSize)
+			from, tok, tokPath, err := loadFrom(from)
 			if err != nil {
 				return err
 			}

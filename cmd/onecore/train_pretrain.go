@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"sync"
 	"syscall"
@@ -252,6 +253,26 @@ the last checkpoint with the same data order and random draws.
 }
 
 func init() { trainCmd.AddCommand(newTrainPretrainCmd()) }
+
+// loadFrom resolves a checkpoint given as --from (or --model) and loads its
+// tokenizer, checked against its config's vocabulary: the directory, the
+// tokenizer and the tokenizer's path.
+func loadFrom(from string) (string, hfTokenizer, string, error) {
+	dir, err := resolveFrom(from)
+	if err != nil {
+		return "", hfTokenizer{}, "", err
+	}
+	cfg, err := train.LoadConfig(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return "", hfTokenizer{}, "", err
+	}
+	tokPath := filepath.Join(dir, "tokenizer.json")
+	tok, err := loadTokenizer(tokPath, cfg.VocabSize)
+	if err != nil {
+		return "", hfTokenizer{}, "", err
+	}
+	return dir, tok, tokPath, nil
+}
 
 // resolveFrom is --from's checkpoint directory: a directory as given, or
 // the name of a bundled model (base, spam) when no such directory exists.

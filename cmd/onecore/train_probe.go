@@ -47,16 +47,7 @@ pretraining runs over the same data) unless it is there already.`,
 			if o.Rows < 1 || o.Seeds < 1 {
 				return usageError{fmt.Errorf("--rows %d and --seeds %d must be positive", o.Rows, o.Seeds)}
 			}
-			dir, err := resolveFrom(from)
-			if err != nil {
-				return err
-			}
-			cfg, err := train.LoadConfig(filepath.Join(dir, "config.json"))
-			if err != nil {
-				return err
-			}
-			tokPath := filepath.Join(dir, "tokenizer.json")
-			tok, err := loadTokenizer(tokPath, cfg.VocabSize)
+			dir, tok, tokPath, err := loadFrom(from)
 			if err != nil {
 				return err
 			}

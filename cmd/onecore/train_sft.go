@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -50,16 +49,7 @@ SIGINT/SIGTERM; after any stop, even SIGKILL, the same command with
 			if from == "" || len(data) == 0 || out == "" {
 				return usageError{errors.New("--from, --data and --out are required")}
 			}
-			from, err := resolveFrom(from)
-			if err != nil {
-				return err
-			}
-			cfg, err := train.LoadConfig(filepath.Join(from, "config.json"))
-			if err != nil {
-				return err
-			}
-			tokPath := filepath.Join(from, "tokenizer.json")
-			tok, err := loadTokenizer(tokPath, cfg.VocabSize)
+			from, tok, tokPath, err := loadFrom(from)
 			if err != nil {
 				return err
 			}
