@@ -46,6 +46,22 @@ printf 'family\tsystem\trecords\texact_match\ttoken_f1\tabstain_precision\tabsta
 row() { # family system metrics-json docs/s train_s
   python3 -c 'import json,sys; m=json.loads(sys.argv[3]); print("\t".join([sys.argv[1], sys.argv[2], str(m["records"])] + ["%.3f" % m[k] for k in ("exact_match","token_f1","abstain_precision","abstain_recall","abstain_f1")] + [sys.argv[4], sys.argv[5]]))' "$@" >>"$res"
 }
+docs_per_s() { # an extract --summary file's documents/s
+  python3 -c 'import json,sys; print("%.0f" % json.load(open(sys.argv[1]))["docs_per_s"])' "$1"
+}
+# sft_decode SYSTEM TAG [FLAGS...]: decode the family's SFT model on the test
+# split (pinned to one core) with the extract FLAGS, into TAG-pred.jsonl,
+# and add its scored row
+sft_decode() {
+  local system=$1 tag=$2
+  shift 2
+  rm -rf "$d/$tag-pred.jsonl"
+  taskset -c "$core" "$ONECORE" extract --task extract --model "$d/sft" --in "$data/$fam.test.jsonl" \
+    --question-field question --abstain none --max-new-tokens 48 --max-tokens 1024 "$@" --out "$d/$tag-pred.jsonl" \
+    --workers 1 --progress none --summary "$d/$tag-extract.json" >/dev/null 2>"$d/$tag-extract.log"
+  row "$fam" "$system" "$(python3 "$here/score.py" "$data/$fam.test.jsonl" "$d/$tag-pred.jsonl" --json)" \
+    "$(docs_per_s "$d/$tag-extract.json")" "$sft_s"
+}
 for fam in $families; do
   d=$out/$fam
   mkdir -p "$d"
@@ -61,7 +77,7 @@ for fam in $families; do
   rm -rf "$d/pred.jsonl"
   taskset -c "$core" "$ONECORE" extract --task extract --model "$d/model" --in "$data/$fam.test.jsonl" \
     --question-field question --out "$d/pred.jsonl" --workers 1 --progress none --summary "$d/extract.json" >/dev/null 2>"$d/extract.log"
-  dps=$(python3 -c 'import json,sys; print("%.0f" % json.load(open(sys.argv[1]))["docs_per_s"])' "$d/extract.json")
+  dps=$(docs_per_s "$d/extract.json")
   row "$fam" span_head "$(python3 "$here/score.py" "$data/$fam.test.jsonl" "$d/pred.jsonl" --json)" "$dps" "$train_s"
   t0=$(date +%s.%N)
   taskset -c "$core" python3 "$here/baseline.py" "$fam" "$data/$fam.test.jsonl" "$d/baseline.jsonl"
@@ -88,28 +104,9 @@ PY
         "${workers[@]}" "${resume[@]}" ${SFT_FLAGS:---epochs 3} >"$d/sft.log" 2>&1
     fi
     sft_s=$(( $(date +%s) - t0 ))
-    rm -rf "$d/sft-pred.jsonl"
-    taskset -c "$core" "$ONECORE" extract --task extract --model "$d/sft" --in "$data/$fam.test.jsonl" \
-      --question-field question --abstain none --max-new-tokens 48 --max-tokens 1024 --out "$d/sft-pred.jsonl" \
-      --workers 1 --progress none --summary "$d/sft-extract.json" >/dev/null 2>"$d/sft-extract.log"
-    sdps=$(python3 -c 'import json,sys; print("%.0f" % json.load(open(sys.argv[1]))["docs_per_s"])' "$d/sft-extract.json")
-    row "$fam" generative_sft "$(python3 "$here/score.py" "$data/$fam.test.jsonl" "$d/sft-pred.jsonl" --json)" "$sdps" "$sft_s"
-    if [[ -n ${SFT_EXTRACTIVE:-} ]]; then
-      rm -rf "$d/sftx-pred.jsonl"
-      taskset -c "$core" "$ONECORE" extract --task extract --model "$d/sft" --in "$data/$fam.test.jsonl" \
-        --question-field question --abstain none --max-new-tokens 48 --max-tokens 1024 --extractive --out "$d/sftx-pred.jsonl" \
-        --workers 1 --progress none --summary "$d/sftx-extract.json" >/dev/null 2>"$d/sftx-extract.log"
-      xdps=$(python3 -c 'import json,sys; print("%.0f" % json.load(open(sys.argv[1]))["docs_per_s"])' "$d/sftx-extract.json")
-      row "$fam" generative_sft_extractive "$(python3 "$here/score.py" "$data/$fam.test.jsonl" "$d/sftx-pred.jsonl" --json)" "$xdps" "$sft_s"
-    fi
-    if [[ -n ${SFT_WINDOW:-} ]]; then
-      rm -rf "$d/sftw-pred.jsonl"
-      taskset -c "$core" "$ONECORE" extract --task extract --model "$d/sft" --in "$data/$fam.test.jsonl" \
-        --question-field question --abstain none --max-new-tokens 48 --max-tokens 1024 --extractive --window "$SFT_WINDOW" \
-        --out "$d/sftw-pred.jsonl" --workers 1 --progress none --summary "$d/sftw-extract.json" >/dev/null 2>"$d/sftw-extract.log"
-      wdps=$(python3 -c 'import json,sys; print("%.0f" % json.load(open(sys.argv[1]))["docs_per_s"])' "$d/sftw-extract.json")
-      row "$fam" generative_sft_window "$(python3 "$here/score.py" "$data/$fam.test.jsonl" "$d/sftw-pred.jsonl" --json)" "$wdps" "$sft_s"
-    fi
+    sft_decode generative_sft sft
+    if [[ -n ${SFT_EXTRACTIVE:-} ]]; then sft_decode generative_sft_extractive sftx --extractive; fi
+    if [[ -n ${SFT_WINDOW:-} ]]; then sft_decode generative_sft_window sftw --extractive --window "$SFT_WINDOW"; fi
     sft_pred=$d/sft-pred.jsonl
   fi
   # what the models answer, not only their scores

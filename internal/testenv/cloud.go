@@ -5,8 +5,6 @@ package testenv
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -45,19 +43,14 @@ func (c *Cloud) Env() []string { return append([]string(nil), c.env...) }
 // Setenv sets Env in this test process.
 func (c *Cloud) Setenv(t testing.TB) {
 	t.Helper()
-	for _, kv := range c.env {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
+	setenv(t, c.env)
 }
 
 // Bucket creates a bucket (a container, for Azure) with a name unique to
 // this call and returns its URL, SCHEME://NAME.
 func (c *Cloud) Bucket(t testing.TB) string {
 	t.Helper()
-	var b [4]byte
-	rand.Read(b[:])
-	name := "t" + hex.EncodeToString(b[:])
+	name := bucketName()
 	c.create(t, name)
 	return c.Scheme + "://" + name
 }

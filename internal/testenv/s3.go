@@ -136,9 +136,7 @@ func waitListening(t testing.TB, what, addr, logPath string) {
 // URL, s3://NAME.
 func (s *S3) Bucket(t testing.TB) string {
 	t.Helper()
-	var b [4]byte
-	rand.Read(b[:])
-	name := "t" + hex.EncodeToString(b[:])
+	name := bucketName()
 	if err := os.Mkdir(filepath.Join(s.Dir, name), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +168,21 @@ func (s *S3) Setenv(t testing.TB) { s.SetenvFor(t, s.Endpoint) }
 // SetenvFor is Setenv with another endpoint.
 func (s *S3) SetenvFor(t testing.TB, endpoint string) {
 	t.Helper()
-	for _, kv := range s.EnvFor(endpoint) {
+	setenv(t, s.EnvFor(endpoint))
+}
+
+// bucketName is a bucket name unique to this call: onecore opens each
+// bucket once per process, so tests never share one.
+func bucketName() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return "t" + hex.EncodeToString(b[:])
+}
+
+// setenv sets each KEY=VALUE of env for the test.
+func setenv(t testing.TB, env []string) {
+	t.Helper()
+	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
