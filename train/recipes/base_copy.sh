@@ -2,7 +2,9 @@
 # Continued pretraining of the base model on a copy-rich mix (issue 13's
 # induction probe, issue 14's generative extraction): the base corpus plus
 # documents that repeat passages of themselves (prep_copy.py), from the
-# bundled base's weights at a low learning rate.
+# 300 M-token checkpoint of base.sh (committed in train/recipes/state/base)
+# at a low learning rate. Its output is the bundled models/base (stage 2 of
+# the base model; base.sh is stage 1).
 #
 #   1. corpus   base.sh STOP_AFTER=corpus (the same corpus, same cache)
 #   2. copy     prep_copy.py: COPY_CHARS characters of copy-rich documents
@@ -10,6 +12,8 @@
 #   3. train    onecore train pretrain --init-from FROM, --resume whenever a
 #               checkpoint exists: rerun after any stop
 #   4. eval     eval_base.py on the held-out prose (bits per byte, AUROC)
+#   5. install  INSTALL=1 copies the weights, config, tokenizer and
+#               generation settings into models/base
 #
 # Usage: train/recipes/base_copy.sh            (env knobs below)
 #   CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/onecore/recipes/base   (shared with base.sh)
@@ -21,7 +25,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cache=${CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/onecore/recipes/base}
 out=${OUT:-$cache/run-copy}
-from=${FROM:-$root/models/base}
+from=${FROM:-$here/state/base}
 log() { echo "[$(date -u +%H:%M:%S)] base_copy: $*" >&2; }
 if [[ -z ${ONECORE:-} ]]; then
   ONECORE=$cache/onecore
@@ -53,3 +57,8 @@ workers=(); [[ -n ${WORKERS:-} ]] && workers=(--workers "$WORKERS")
 
 log "4. held-out prose"
 /usr/bin/python3 "$here/eval_base.py" --model "$out" --heldout "$data/heldout" --onecore "$ONECORE"
+
+if [[ -n ${INSTALL:-} ]]; then
+  log "5. install into models/base"
+  for f in config.json generation.json model.safetensors tokenizer.json; do cp "$out/$f" "$root/models/base/$f"; done
+fi
