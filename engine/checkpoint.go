@@ -118,6 +118,10 @@ type Generation struct {
 	// it is compared with the best span's (train extract tunes it on the
 	// held-out split; a job's span_threshold shifts it further).
 	SpanThreshold float64 `json:"span_threshold,omitempty"`
+	// SpanWholeWords widens a span head's answers to whole words
+	// (engine.SpanText); train extract sets it when every training answer
+	// starts and ends at a word boundary.
+	SpanWholeWords bool `json:"span_whole_words,omitempty"`
 }
 
 // Pooling kinds: how the classifier head sees a document (the final-norm

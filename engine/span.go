@@ -4,6 +4,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -208,7 +209,14 @@ func TokenByteOffsets(lens []int) [][2]int {
 // (" MF" in " MF99"), so a span of whole tokens would otherwise start with
 // it (a span of only white space is kept as it is). The answer is always
 // exactly the substring of the document at the reported offsets.
-func SpanText(text string, offs [][2]int, s, e int) (answer string, cs, ce int) {
+//
+// wholeWords widens the span to whole words: an edge with a letter or digit
+// on both sides moves outwards until it has not. A token boundary need not
+// be a word boundary (BPE merges "\n\nD" and leaves "aniel"), and a head
+// that misses by one such token would answer "aniel" for "Daniel"; train
+// extract turns it on for a checkpoint whose training answers all sit at
+// word boundaries (generation.json span_whole_words).
+func SpanText(text string, offs [][2]int, s, e int, wholeWords bool) (answer string, cs, ce int) {
 	a, b := offs[s][0], offs[e][1]
 	a, b = min(a, len(text)), min(b, len(text))
 	for a > 0 && !utf8.RuneStart(text[a]) {
@@ -221,6 +229,37 @@ func SpanText(text string, offs [][2]int, s, e int) (answer string, cs, ce int) 
 		a += strings.Index(text[a:b], t)
 		b = a + len(t)
 	}
+	if wholeWords {
+		for midWord(text, a) {
+			_, n := utf8.DecodeLastRuneInString(text[:a])
+			a -= n
+		}
+		for midWord(text, b) {
+			_, n := utf8.DecodeRuneInString(text[b:])
+			b += n
+		}
+	}
 	cs = utf8.RuneCountInString(text[:a])
 	return text[a:b], cs, cs + utf8.RuneCountInString(text[a:b])
 }
+
+// AtWordBoundaries reports whether text[a:b] (byte offsets) starts and
+// ends at word boundaries: neither edge has a letter or digit on both
+// sides. train extract checks it for every training answer to decide
+// span_whole_words (see SpanText).
+func AtWordBoundaries(text string, a, b int) bool {
+	return !midWord(text, a) && !midWord(text, b)
+}
+
+// midWord reports whether byte offset i of text falls between two word
+// characters (letters or digits). The ends of the text are boundaries.
+func midWord(text string, i int) bool {
+	if i <= 0 || i >= len(text) {
+		return false
+	}
+	r1, _ := utf8.DecodeLastRuneInString(text[:i])
+	r2, _ := utf8.DecodeRuneInString(text[i:])
+	return isWordRune(r1) && isWordRune(r2)
+}
+
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }

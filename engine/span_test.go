@@ -58,10 +58,66 @@ func TestSpanText(t *testing.T) {
 		{1, 1, " ", 5, 6},     // a span of only white space stays as it is
 		{0, 2, "code: ü", 0, 7},
 	} {
-		got, cs, ce := SpanText(text, offs, c.s, c.e)
+		got, cs, ce := SpanText(text, offs, c.s, c.e, false)
 		r := []rune(text)
 		if got != c.want || cs != c.cs || ce != c.ce || string(r[cs:ce]) != got {
 			t.Errorf("span %d..%d: %q [%d,%d), want %q [%d,%d)", c.s, c.e, got, cs, ce, c.want, c.cs, c.ce)
+		}
+	}
+}
+
+// TestSpanTextWholeWords: with wholeWords an edge inside a word moves out
+// to the word's boundary (letters and digits of any script), an edge at a
+// boundary stays, and the answer is still the text at its offsets.
+func TestSpanTextWholeWords(t *testing.T) {
+	for _, c := range []struct {
+		text   string
+		lens   []int // token byte lengths
+		s, e   int
+		want   string
+		wantNo string // the same span without wholeWords
+	}{
+		{"Hi\n\nDaniel\n", []int{2, 3, 5, 1}, 2, 2, "Daniel", "aniel"}, // "\n\nD" "aniel": the head missed a token
+		{"Thanks,\nPhil", []int{7, 3, 2}, 1, 1, "Phil", "Ph"},          // end inside the word
+		{"Mathieu Malaterre.", []int{7, 8, 2, 1}, 0, 1, "Mathieu Malaterre", "Mathieu Malater"},
+		{"version v42 out", []int{7, 2, 2, 4}, 2, 2, "v42", "42"},      // digits and letters are one word
+		{"by Jörg Straße", []int{2, 6, 7, 1}, 2, 2, "Straße", "Straß"}, // "Straß" "e" across ß
+		{"the code is AB12.", []int{11, 5, 1}, 1, 1, "AB12", "AB12"},   // already whole: unchanged
+		{"a-b c", []int{1, 1, 1, 2}, 1, 1, "-", "-"},                   // punctuation is a boundary
+	} {
+		offs := TokenByteOffsets(c.lens)
+		for _, whole := range []bool{true, false} {
+			want := c.wantNo
+			if whole {
+				want = c.want
+			}
+			got, cs, ce := SpanText(c.text, offs, c.s, c.e, whole)
+			if got != want || string([]rune(c.text)[cs:ce]) != got {
+				t.Errorf("%q span %d..%d whole=%v: %q at [%d,%d), want %q", c.text, c.s, c.e, whole, got, cs, ce, want)
+			}
+		}
+	}
+}
+
+// TestAtWordBoundaries: an edge is inside a word only with a letter or
+// digit on both sides; the ends of the text are boundaries.
+func TestAtWordBoundaries(t *testing.T) {
+	text := "v42 Jörg, #1004785"
+	for _, c := range []struct {
+		a, b int
+		want bool
+	}{
+		{0, 3, true},           // v42
+		{1, 3, false},          // 42 of v42
+		{4, 9, true},           // Jörg (ö is two bytes)
+		{4, 7, false},          // Jö
+		{12, len(text), true},  // 1004785 after '#'
+		{11, len(text), true},  // #1004785
+		{0, len(text), true},   // everything
+		{13, len(text), false}, // 004785
+	} {
+		if got := AtWordBoundaries(text, c.a, c.b); got != c.want {
+			t.Errorf("%q [%d,%d) = %q: %v, want %v", text, c.a, c.b, text[c.a:c.b], got, c.want)
 		}
 	}
 }

@@ -178,11 +178,11 @@ func (e *EngineModel) ClassHead() (string, []float32) {
 func (e *EngineModel) Template(task string) string { return e.Gen.Templates[task] }
 
 // SpanHead implements Model.
-func (e *EngineModel) SpanHead() (bool, float64) {
+func (e *EngineModel) SpanHead() (bool, float64, bool) {
 	if !e.M.HasSpanHead() {
-		return false, 0
+		return false, 0, false
 	}
-	return true, e.Gen.SpanThreshold
+	return true, e.Gen.SpanThreshold, e.Gen.SpanWholeWords
 }
 
 // StopIDs implements Model.

@@ -129,7 +129,7 @@ func (m *fakeModel) NewWorker() (Worker, error) {
 	return &fakeWorker{m: m}, nil
 }
 func (m *fakeModel) Labels() []string          { return m.labels }
-func (m *fakeModel) SpanHead() (bool, float64) { return false, 0 }
+func (m *fakeModel) SpanHead() (bool, float64, bool) { return false, 0, false }
 func (m *fakeModel) ClassHead() (string, []float32) {
 	if m.head == "" {
 		return jobs.HeadMulticlass, nil

@@ -157,8 +157,9 @@ type Model interface {
 	// SpanHead reports a span-extraction head (head.span): task extract
 	// then answers with spans of the document. threshold is the one its
 	// training tuned (added to the "not present" score; a job's
-	// span_threshold shifts it).
-	SpanHead() (ok bool, threshold float64)
+	// span_threshold shifts it); wholeWords widens its answers to whole
+	// words (generation.json span_whole_words, engine.SpanText).
+	SpanHead() (ok bool, threshold float64, wholeWords bool)
 }
 
 // PartWriter writes one output file atomically: nothing is visible at its

@@ -136,7 +136,7 @@ func (plainLM) Template(string) string { return "" }
 
 type spanLM struct{ *fakeModel }
 
-func (spanLM) SpanHead() (bool, float64) { return true, 0.75 }
+func (spanLM) SpanHead() (bool, float64, bool) { return true, 0.75, false }
 
 // TestExtractModelChecks: which extract a model gets, and what is warned
 // about or refused: a plain language model decodes with a warning, a

@@ -57,8 +57,8 @@ func newTask(j *jobs.Job, m Model, tok Tokenizer) (task, []string, error) {
 	case jobs.TaskClassify:
 		return newClassify(j, m, tok)
 	case jobs.TaskExtract:
-		if ok, threshold := m.SpanHead(); ok {
-			return newSpanExtract(j, threshold)
+		if ok, threshold, wholeWords := m.SpanHead(); ok {
+			return newSpanExtract(j, threshold, wholeWords)
 		}
 		return newExtract(j, m, tok)
 	}
@@ -528,12 +528,13 @@ type spanTask struct {
 	threshold float64
 	qIndex    int // index of the question field in Doc.Keep, or -1
 	question  string
+	whole     bool // answers widened to whole words (engine.SpanText)
 	warn      []string
 }
 
 func (t *spanTask) warnings() []string { return t.warn }
 
-func newSpanExtract(j *jobs.Job, modelThreshold float64) (task, []string, error) {
+func newSpanExtract(j *jobs.Job, modelThreshold float64, wholeWords bool) (task, []string, error) {
 	// The head was trained on one fixed prompt; the generative settings
 	// have nothing to act on.
 	var ignored []string
@@ -549,7 +550,7 @@ func newSpanExtract(j *jobs.Job, modelThreshold float64) (task, []string, error)
 	if j.Window > 0 {
 		ignored = append(ignored, "window") // the head reads the whole (kept) document
 	}
-	t := &spanTask{maxSpan: j.MaxSpan, threshold: modelThreshold + j.SpanThreshold, qIndex: -1, question: j.Question}
+	t := &spanTask{maxSpan: j.MaxSpan, threshold: modelThreshold + j.SpanThreshold, qIndex: -1, question: j.Question, whole: wholeWords}
 	if len(ignored) > 0 {
 		t.warn = append(t.warn, "extract: the model has a span head, which reads its own fixed prompt and answers with spans: ignoring "+strings.Join(ignored, ", "))
 	}
@@ -612,7 +613,7 @@ func (t *spanTask) run(w Worker, _ Tokenizer, pack []*item) error {
 		it.res.answerLogp = float32(r.LogProb)
 		it.res.abstained = r.Abstain
 		if !r.Abstain {
-			a, cs, ce := engine.SpanText(it.spanText, it.spanOffs, r.S, r.E)
+			a, cs, ce := engine.SpanText(it.spanText, it.spanOffs, r.S, r.E, t.whole)
 			it.res.answer, it.res.answerStart, it.res.answerEnd, it.res.spanOK = a, int64(cs), int64(ce), true
 		}
 		it.spanText, it.spanOffs = "", nil

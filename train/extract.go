@@ -264,10 +264,15 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 		log.Info("continuing the source checkpoint's span head")
 	}
 	gen.Labels = nil // head.cls is not carried over
+	gen.SpanWholeWords = false // decided from this run's data below
 
 	var docs []spanDoc
 	var hs []uint64
 	lost, absent := 0, 0
+	// answers widen to whole words at decoding (engine.SpanText) unless
+	// some training answer starts or ends inside a word ("42" of "v42"):
+	// the data says which kind of field this is
+	wholeWords, spans := true, 0
 	promptCache := map[string][]int32{}
 	err = readExtractRecords(o.Data, &o, func(file string, line int, r ExtractRecord) error {
 		q := o.Question
@@ -297,6 +302,8 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 		d := spanDoc{ids: append(append([]int32(nil), pr...), ids...), promptLen: len(pr), ts: SpanNull, te: SpanNull,
 			text: r.Text, offs: TokenByteOffsets(lens), question: q}
 		if present {
+			spans++
+			wholeWords = wholeWords && engine.AtWordBoundaries(r.Text, as, ae)
 			ts, te, ok := SpanTargets(d.offs, as, ae)
 			if ok {
 				d.ts, d.te, d.gold = ts, te, r.Text[as:ae]
@@ -330,7 +337,9 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 	if len(trainDocs) == 0 || len(valDocs) == 0 {
 		return nil, fmt.Errorf("data: %d training and %d held-out records; need both (adjust --val-permille)", len(trainDocs), len(valDocs))
 	}
-	log.Info("extract data", "train_records", len(trainDocs), "val_records", len(valDocs), "not_present", absent, "lost_to_truncation", lost)
+	gen.SpanWholeWords = wholeWords && spans > 0
+	log.Info("extract data", "train_records", len(trainDocs), "val_records", len(valDocs), "not_present", absent, "lost_to_truncation", lost,
+		"whole_words", gen.SpanWholeWords)
 	if lost > 0 {
 		log.Warn("answers beyond --max-tokens were trained as \"not present\"", "records", lost, "max_tokens", o.MaxTokens)
 	}
@@ -370,7 +379,7 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 		return saveTrainState(o.Out, p, opt, st)
 	}
 	eval := func() (*ExtractReport, error) {
-		rep, err := evalSpans(ctx, dp, valDocs, o.MaxSpan, o.Samples, log)
+		rep, err := evalSpans(ctx, dp, valDocs, o.MaxSpan, o.Samples, gen.SpanWholeWords, log)
 		if err != nil {
 			return nil, err
 		}
@@ -562,7 +571,7 @@ func spanHeadLoss[T Float](p *Params[T], hf []T, batch []spanDoc, norm int) (flo
 // evalSpans decodes every held-out document (packs of documents spread
 // over the workers, fixed by the documents alone) and scores the answers;
 // samples of them are logged.
-func evalSpans(ctx context.Context, dp *dataParallel, docs []spanDoc, maxSpan, samples int, log *slog.Logger) (*ExtractReport, error) {
+func evalSpans(ctx context.Context, dp *dataParallel, docs []spanDoc, maxSpan, samples int, wholeWords bool, log *slog.Logger) (*ExtractReport, error) {
 	preds := make([]engine.SpanResult, len(docs))
 	var packs [][2]int
 	for i := 0; i < len(docs); {
@@ -613,7 +622,7 @@ func evalSpans(ctx context.Context, dp *dataParallel, docs []spanDoc, maxSpan, s
 		d, r := &docs[k], preds[k]
 		margin[k] = r.BestSpan - r.Null
 		if r.S != engine.SpanNull {
-			answers[k], _, _ = engine.SpanText(d.text, d.offs, r.S, r.E)
+			answers[k], _, _ = engine.SpanText(d.text, d.offs, r.S, r.E, wholeWords)
 			answerOK[k] = d.ts != SpanNull && answers[k] == d.gold
 		} else {
 			margin[k] = math.Inf(-1)

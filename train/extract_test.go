@@ -189,6 +189,31 @@ func TestExtractLearnsSpans(t *testing.T) {
 	if rep.CalibratedExactMatch < rep.ExactMatch {
 		t.Errorf("calibrated exact match %.3f below the untuned %.3f", rep.CalibratedExactMatch, rep.ExactMatch)
 	}
+	// every code is a whole word of its document
+	if !ck.Generation.SpanWholeWords {
+		t.Error("generation.json span_whole_words false for answers that are all whole words")
+	}
+}
+
+// TestExtractWholeWordsFromData: one training answer inside a word ("AB12"
+// of "vAB12") is enough to keep answers as the head's tokens give them.
+func TestExtractWholeWordsFromData(t *testing.T) {
+	from := randomCheckpoint(t)
+	out := t.TempDir()
+	recs := codeRecords(60, 5)
+	recs = append(recs, map[string]any{"text": "the code is vAB12. the id is QZ41.", "answer": "AB12"})
+	o := extractTestOptions(from, out, writeRecords(t, recs))
+	o.Freeze, o.Epochs = true, 1
+	if _, err := Extract(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := engine.LoadCheckpoint(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ck.Generation.SpanWholeWords {
+		t.Error("generation.json span_whole_words true although a training answer starts inside a word")
+	}
 }
 
 // FuzzParseExtractRecord: no record line makes the parser or the answer
