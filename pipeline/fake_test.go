@@ -128,7 +128,7 @@ func (m *fakeModel) NewWorker() (Worker, error) {
 	m.workers.Add(1)
 	return &fakeWorker{m: m}, nil
 }
-func (m *fakeModel) Labels() []string          { return m.labels }
+func (m *fakeModel) Labels() []string                { return m.labels }
 func (m *fakeModel) SpanHead() (bool, float64, bool) { return false, 0, false }
 func (m *fakeModel) ClassHead() (string, []float32) {
 	if m.head == "" {

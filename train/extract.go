@@ -263,7 +263,7 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 		copy(p.W(engine.HeadSpanW), w)
 		log.Info("continuing the source checkpoint's span head")
 	}
-	gen.Labels = nil // head.cls is not carried over
+	gen.Labels = nil           // head.cls is not carried over
 	gen.SpanWholeWords = false // decided from this run's data below
 
 	var docs []spanDoc
