@@ -51,6 +51,13 @@ head's own decision, unless another value does strictly better) is saved as
 generation.json's span_threshold, which extract applies (--span-threshold
 shifts it further). The log shows the exact match before and after.
 
+When every answer in the data starts and ends at a word boundary (no letter
+or digit on both sides of either edge), generation.json also gets
+span_whole_words: extract then widens an answer whose edge falls inside a
+word to the whole word (a head one token off answers "aniel" for "Daniel"
+otherwise). One answer inside a word ("42" of "v42") leaves it off; the
+"extract data" log line says which (whole_words).
+
 The output directory gets a checkpoint plus train_state/ (master weights,
 optimizer moments, record order) at the start, every --ckpt-every steps, at
 the end and on SIGINT/SIGTERM; after any stop, even SIGKILL, the same command
