@@ -272,7 +272,7 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 	// answers widen to whole words at decoding (engine.SpanText) unless
 	// some training answer starts or ends inside a word ("42" of "v42"):
 	// the data says which kind of field this is
-	wholeWords, spans := true, 0
+	wholeWords := true
 	promptCache := map[string][]int32{}
 	err = readExtractRecords(o.Data, &o, func(file string, line int, r ExtractRecord) error {
 		q := o.Question
@@ -302,7 +302,6 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 		d := spanDoc{ids: append(append([]int32(nil), pr...), ids...), promptLen: len(pr), ts: SpanNull, te: SpanNull,
 			text: r.Text, offs: TokenByteOffsets(lens), question: q}
 		if present {
-			spans++
 			wholeWords = wholeWords && engine.AtWordBoundaries(r.Text, as, ae)
 			ts, te, ok := SpanTargets(d.offs, as, ae)
 			if ok {
@@ -337,7 +336,7 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 	if len(trainDocs) == 0 || len(valDocs) == 0 {
 		return nil, fmt.Errorf("data: %d training and %d held-out records; need both (adjust --val-permille)", len(trainDocs), len(valDocs))
 	}
-	gen.SpanWholeWords = wholeWords && spans > 0
+	gen.SpanWholeWords = wholeWords && len(docs) > absent // some answer is present
 	log.Info("extract data", "train_records", len(trainDocs), "val_records", len(valDocs), "not_present", absent, "lost_to_truncation", lost,
 		"whole_words", gen.SpanWholeWords)
 	if lost > 0 {
