@@ -48,7 +48,10 @@ type ClassifyOptions struct {
 	LR          float64 // fine-tuning learning rate
 	BatchTokens int     // fine-tuning tokens per step
 	WeightDecay float64
-	Seed        uint64
+	// Layers keeps only the source's first Layers layers (KeepLayers):
+	// a shallower, faster classifier (≤ 0: every layer).
+	Layers int
+	Seed   uint64
 	// Workers is the number of training threads, each pinned to its own
 	// core (≤ 0: the usable CPUs). Results do not depend on it.
 	Workers int
@@ -96,6 +99,9 @@ func (o *ClassifyOptions) fingerprint() string {
 	}
 	if pl := o.poolingKind(); pl != engine.PoolMean {
 		v = append(v, "pooling:"+pl) // likewise for mean-pooled runs
+	}
+	if o.Layers > 0 {
+		v = append(v, fmt.Sprintf("layers:%d", o.Layers)) // likewise for full-depth runs
 	}
 	b, _ := json.Marshal(v)
 	h := sha256.Sum256(b)
@@ -150,6 +156,12 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 	c, src, gen, err := LoadCheckpoint(o.From)
 	if err != nil {
 		return nil, err
+	}
+	if n := len(c.Layers); o.Layers > 0 && o.Layers != n {
+		if c, err = KeepLayers(c, o.Layers); err != nil {
+			return nil, err
+		}
+		log.Info("keeping the source's first layers", "layers", len(c.Layers), "of", n, "kinds", c.Layers)
 	}
 	kind := o.headKind()
 	pooling := o.poolingKind()

@@ -103,3 +103,41 @@ func TestCLIExtractTrainAndRun(t *testing.T) {
 		t.Fatalf("extract with the spam classifier: %v, want exit 1 naming the classifier\n%s", err, b)
 	}
 }
+
+// TestCLIExtractLayers: `train extract --layers 2` of a 3-layer source
+// gives a 2-layer checkpoint that `extract` runs (an answer or an
+// abstention on every row); a negative --layers is a usage error (exit 2).
+func TestCLIExtractLayers(t *testing.T) {
+	from := t.TempDir()
+	c := smallConfig()
+	p := NewParams[float32](ParamSpecs(c, 0))
+	p.Init(c, 5)
+	if err := SaveCheckpoint(from, c, p, &Generation{StopIDs: []int32{eosID}}, byteLevelTokenizerJSON(t)); err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	ck := filepath.Join(work, "ck")
+	data := writeRecords(t, codeRecords(40, 1))
+	run(t, "train", "extract", "--from", from, "--data", data, "--out", ck, "--layers", "2",
+		"--question", "what is the code?", "--epochs", "1", "--max-tokens", "128", "--eval-every", "0", "--workers", "1")
+	got, err := LoadConfig(filepath.Join(ck, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got.Layers) != fmt.Sprint(c.Layers[:2]) {
+		t.Fatalf("saved layers %v, want %v", got.Layers, c.Layers[:2])
+	}
+	res := filepath.Join(work, "res.jsonl")
+	run(t, "extract", "--task", "extract", "--model", ck, "--in", data, "--out", res, "--question", "what is the code?", "--progress", "none")
+	b, err := os.ReadFile(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "\n"); n != 40 {
+		t.Fatalf("%d result rows, want 40", n)
+	}
+	cmd := exec.Command(testenv.Binary(t), "train", "extract", "--from", from, "--data", data, "--out", filepath.Join(work, "neg"), "--layers", "-1")
+	if b, _ := cmd.CombinedOutput(); cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(b), "--layers -1") {
+		t.Fatalf("--layers -1: exit %d, want 2\n%s", cmd.ProcessState.ExitCode(), b)
+	}
+}

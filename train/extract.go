@@ -47,7 +47,10 @@ type ExtractOptions struct {
 	BatchTokens int     // tokens per step
 	WeightDecay float64
 	MaxSpan     int // longest answer, in tokens, at evaluation
-	Seed        uint64
+	// Layers keeps only the source's first Layers layers (KeepLayers):
+	// a shallower, faster extractor (≤ 0: every layer).
+	Layers int
+	Seed   uint64
 	// Workers is the number of training threads, each pinned to its own
 	// core (≤ 0: the usable CPUs). Results do not depend on it.
 	Workers int
@@ -73,7 +76,7 @@ type ExtractOptions struct {
 // fingerprint covers the options a resumed run must share with the original.
 func (o *ExtractOptions) fingerprint() string {
 	b, _ := json.Marshal([]any{"extract", o.From, o.Data, o.TextField, o.QuestionField, o.AnswerField, o.Question, o.MaxTokens, o.ValPermille,
-		o.Epochs, o.LR, o.HeadLR, o.Freeze, o.BatchTokens, o.WeightDecay, o.Seed})
+		o.Epochs, o.LR, o.HeadLR, o.Freeze, o.BatchTokens, o.WeightDecay, o.Seed, o.Layers})
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:8])
 }
@@ -251,6 +254,12 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 	ck, err := engine.LoadCheckpoint(o.From)
 	if err != nil {
 		return nil, err
+	}
+	if n := len(c.Layers); o.Layers > 0 && o.Layers != n {
+		if c, err = KeepLayers(c, o.Layers); err != nil {
+			return nil, err
+		}
+		log.Info("keeping the source's first layers", "layers", len(c.Layers), "of", n, "kinds", c.Layers)
 	}
 	p := NewParams[float32](ExtractParamSpecs(c))
 	for _, s := range ParamSpecs(c, 0) {

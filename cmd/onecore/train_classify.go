@@ -66,6 +66,9 @@ stop, even SIGKILL, the same command with --resume continues bit for bit
 			if o.Epochs < 0 {
 				return usageError{fmt.Errorf("--epochs %g: want a positive number, or 0 for epochs scaled to the data", o.Epochs)}
 			}
+			if o.Layers < 0 {
+				return usageError{fmt.Errorf("--layers %d: want a number of layers (0: all)", o.Layers)}
+			}
 			switch o.Head {
 			case engine.HeadMulticlass, engine.HeadMultilabel, engine.HeadRegression:
 			default:
@@ -118,6 +121,7 @@ stop, even SIGKILL, the same command with --resume continues bit for bit
 	f.Float64Var(&o.LR, "lr", 3e-4, "fine-tuning learning rate")
 	f.IntVar(&o.BatchTokens, "batch-tokens", 4096, "fine-tuning tokens per step")
 	f.Float64Var(&o.WeightDecay, "weight-decay", 0.0, "AdamW weight decay")
+	f.IntVar(&o.Layers, "layers", 0, "keep only the source's first N layers: a shallower, faster classifier (0: all)")
 	f.Uint64Var(&o.Seed, "seed", 1, "random seed")
 	f.Int64Var(&o.CkptEvery, "ckpt-every", 200, "checkpoint the fine-tuning every N steps (0: only at the end and on SIGINT/SIGTERM)")
 	f.BoolVar(&o.Resume, "resume", false, "continue the run in --out from its last checkpoint")

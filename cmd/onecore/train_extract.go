@@ -78,6 +78,9 @@ with --resume continues bit for bit.
 			if o.LR <= 0 || o.HeadLR <= 0 || o.Epochs <= 0 || o.BatchTokens < 1 {
 				return usageError{errors.New("--lr, --head-lr, --epochs and --batch-tokens must be positive")}
 			}
+			if o.Layers < 0 {
+				return usageError{fmt.Errorf("--layers %d: want a number of layers (0: all)", o.Layers)}
+			}
 			from, tok, tokPath, err := loadFrom(from)
 			if err != nil {
 				return err
@@ -119,6 +122,7 @@ with --resume continues bit for bit.
 	f.IntVar(&o.MaxSpan, "max-span", 64, "longest answer, in tokens, when decoding held-out records")
 	f.Int64Var(&o.EvalEvery, "eval-every", 100, "evaluate on the held-out split every N steps (0: at the start and the end only)")
 	f.IntVar(&o.Samples, "samples", 5, "held-out examples printed at each evaluation")
+	f.IntVar(&o.Layers, "layers", 0, "keep only the source's first N layers: a shallower, faster extractor (0: all)")
 	f.Uint64Var(&o.Seed, "seed", 1, "random seed")
 	f.Int64Var(&o.CkptEvery, "ckpt-every", 200, "checkpoint every N steps (0: only at the end and on SIGINT/SIGTERM)")
 	f.BoolVar(&o.Resume, "resume", false, "continue the run in --out from its last checkpoint")
