@@ -37,6 +37,11 @@ thresholds) and probs. --head regression reads a number per record, trains
 on the standardized target and saves a head that outputs target units;
 classify then writes value.
 
+--layers N keeps only the source's first N layers (the embedding, those
+layers and the final norm): a shallower body, about N/6 of the bundled
+base's cost per token, for more documents per second at some accuracy;
+classify reads the depth from the checkpoint's config.
+
 First the head is fitted on frozen features (a linear probe); then (unless
 --finetune=false) the body and head are trained together, for --epochs
 passes over the training documents: by default as many as it takes to see
