@@ -21,6 +21,8 @@ import (
 // Some fortunes are padded to several windows. It checks every system
 // leaves a result row with sane metrics, so the script keeps running as the
 // trainers and the CLI change; the numbers are the benchmark's business.
+// The span head is trained with --layers 3, and bench/speed.sh then times
+// it side by side with itself.
 func TestExtractBenchSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains a span head and an SFT model (~1 min)")
@@ -62,7 +64,7 @@ func TestExtractBenchSmoke(t *testing.T) {
 
 	run := exec.Command("bash", filepath.Join(root, "bench/extract/run.sh"), data, out)
 	run.Env = append(os.Environ(), "ONECORE="+testenv.Binary(t), "BASE=base", "WORKERS=1", "CORE=0",
-		"TRAIN_FLAGS=--epochs 1", "SFT=1", "SFT_FLAGS=--epochs 1", "SFT_EXTRACTIVE=1", "SFT_WINDOW=32")
+		"TRAIN_FLAGS=--epochs 1 --layers 3", "SFT=1", "SFT_FLAGS=--epochs 1", "SFT_EXTRACTIVE=1", "SFT_WINDOW=32")
 	b, err := run.CombinedOutput()
 	if err != nil {
 		t.Fatalf("run.sh: %v\n%s", err, b)
@@ -97,5 +99,30 @@ func TestExtractBenchSmoke(t *testing.T) {
 		if !got[sys] {
 			t.Errorf("no %s row in results.tsv:\n%s", sys, tsv)
 		}
+	}
+
+	model := filepath.Join(out, "fortune_author", "model")
+	speed := exec.Command("bash", filepath.Join(root, "bench/speed.sh"), "extract", filepath.Join(data, "fortune_author.test.jsonl"), model, model)
+	speed.Env = append(os.Environ(), "ONECORE="+testenv.Binary(t), "CORE=0", "ROUNDS=1")
+	b, err = speed.Output()
+	if err != nil {
+		t.Fatalf("speed.sh: %v\n%s", err, b)
+	}
+	t.Logf("speed.sh:\n%s", b)
+	rows := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(rows) != 3 || rows[0] != "model\tlayers\trows\tdocs_per_s\ttok_per_s\tratio" {
+		t.Fatalf("speed.sh output:\n%s", b)
+	}
+	for _, l := range rows[1:] {
+		f := strings.Split(l, "\t")
+		if len(f) != 6 || f[0] != model || f[1] != "3" || f[2] != "24" {
+			t.Errorf("speed.sh row %q: want the 3-layer model over 24 rows", l)
+		}
+		if v, err := strconv.ParseFloat(f[3], 64); err != nil || v <= 0 {
+			t.Errorf("speed.sh row %q: docs/s %q", l, f[3])
+		}
+	}
+	if f := strings.Split(rows[1], "\t"); f[len(f)-1] != "1.00" {
+		t.Errorf("speed.sh: the first model's ratio %q, want 1.00", f[len(f)-1])
 	}
 }
