@@ -106,7 +106,8 @@ func TestCLIExtractTrainAndRun(t *testing.T) {
 
 // TestCLIExtractLayers: `train extract --layers 2` of a 3-layer source
 // gives a 2-layer checkpoint that `extract` runs (an answer or an
-// abstention on every row); a negative --layers is a usage error (exit 2).
+// abstention on every row, the same bytes for 1 and 2 workers and another
+// packing); a negative --layers is a usage error (exit 2).
 func TestCLIExtractLayers(t *testing.T) {
 	from := t.TempDir()
 	c := smallConfig()
@@ -135,6 +136,14 @@ func TestCLIExtractLayers(t *testing.T) {
 	}
 	if n := strings.Count(string(b), "\n"); n != 40 {
 		t.Fatalf("%d result rows, want 40", n)
+	}
+	// batch invariant as the full-depth model: other workers and packing,
+	// the same rows byte for byte
+	res2 := filepath.Join(work, "res2.jsonl")
+	run(t, "extract", "--task", "extract", "--model", ck, "--in", data, "--out", res2, "--question", "what is the code?", "--progress", "none",
+		"--workers", "2", "--pack-tokens", "100")
+	if b2, err := os.ReadFile(res2); err != nil || string(b2) != string(b) {
+		t.Fatalf("2 workers, other packing: rows differ (%v)", err)
 	}
 	cmd := exec.Command(testenv.Binary(t), "train", "extract", "--from", from, "--data", data, "--out", filepath.Join(work, "neg"), "--layers", "-1")
 	if b, _ := cmd.CombinedOutput(); cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(b), "--layers -1") {
