@@ -122,6 +122,10 @@ type Generation struct {
 	// (engine.SpanText); train extract sets it when every training answer
 	// starts and ends at a word boundary.
 	SpanWholeWords bool `json:"span_whole_words,omitempty"`
+	// SpanOneLine keeps a span head's answers on one line of the document
+	// (SpanLines); train extract sets it when no training answer holds a
+	// line break.
+	SpanOneLine bool `json:"span_one_line,omitempty"`
 }
 
 // Pooling kinds: how the classifier head sees a document (the final-norm

@@ -71,13 +71,18 @@ type SpanResult struct {
 // logits laid out [null, doc token 0, doc token 1, ...], and abstains when
 // the null score start[null]+end[null] plus threshold is at least as high,
 // or when the document has no tokens. Ties go to the earliest span so the
-// result depends on nothing but the logits.
-func SpanDecode(start, end []float64, maxSpan int, threshold float64) SpanResult {
+// result depends on nothing but the logits and lines. With lines (non-nil)
+// only spans whose text, white space trimmed, stays on one line of the
+// document are considered (see SpanLines).
+func SpanDecode(start, end []float64, maxSpan int, threshold float64, lines *SpanLines) SpanResult {
 	n := len(start) - 1
 	null := start[0] + end[0]
 	bs, be, best := SpanNull, SpanNull, math.Inf(-1)
 	for s := 0; s < n; s++ {
 		for e := s; e < n && e-s < maxSpan; e++ {
+			if lines != nil && lines.last[e] > lines.first[s] {
+				break // the span's text would cross a line break; so would every longer one
+			}
 			if v := start[s+1] + end[e+1]; v > best {
 				bs, be, best = s, e, v
 			}
@@ -199,6 +204,70 @@ func TokenByteOffsets(lens []int) [][2]int {
 		p += l
 	}
 	return offs
+}
+
+// SpanLines tells SpanDecode which token spans stay on one line: a
+// field such as a name, a URL or a bug number never holds a line break,
+// and a span head whose start and end are scored apart can otherwise
+// join a word near the end of one line to the name on the next ("Regards\n
+// Anders"). Per document token it holds the line (count of "\n" before it)
+// of the first non-space character at or after the token's start and of
+// the last non-space character before the token's end; span s..e keeps to
+// one line iff last[e] ≤ first[s] (a span of white space only passes, as
+// SpanText keeps it). train extract turns it on for a checkpoint whose
+// training answers all fit on one line (generation.json span_one_line).
+type SpanLines struct{ first, last []int32 }
+
+// NewSpanLines computes SpanLines for a document's text and its tokens'
+// byte offsets (TokenByteOffsets). A token edge inside a UTF-8 character
+// counts that whole character, as SpanText widens the span to it.
+func NewSpanLines(text string, offs [][2]int) *SpanLines {
+	n := len(text)
+	// before[p]: line of the last non-space character that starts before
+	// byte p (−1 if none); after[p]: line of the first non-space character
+	// that ends after byte p (MaxInt32 if none)
+	before := make([]int32, n+1)
+	after := make([]int32, n+1)
+	type span struct {
+		r0, r1 int
+		line   int32
+		space  bool
+	}
+	var runes []span
+	line := int32(0)
+	for p := 0; p < n; {
+		r, w := utf8.DecodeRuneInString(text[p:])
+		runes = append(runes, span{p, p + w, line, unicode.IsSpace(r)})
+		if r == '\n' {
+			line++
+		}
+		p += w
+	}
+	before[0] = -1
+	for _, r := range runes {
+		for p := r.r0 + 1; p <= r.r1; p++ {
+			before[p] = before[r.r0]
+			if !r.space {
+				before[p] = r.line
+			}
+		}
+	}
+	after[n] = math.MaxInt32
+	for i := len(runes) - 1; i >= 0; i-- {
+		r := runes[i]
+		for p := r.r0; p < r.r1; p++ {
+			after[p] = after[r.r1]
+			if !r.space {
+				after[p] = r.line
+			}
+		}
+	}
+	l := &SpanLines{first: make([]int32, len(offs)), last: make([]int32, len(offs))}
+	for i, o := range offs {
+		l.first[i] = after[min(o[0], n)]
+		l.last[i] = before[min(o[1], n)]
+	}
+	return l
 }
 
 // SpanText returns the text of token span s..e (inclusive) of a document

@@ -2,7 +2,10 @@ package engine
 
 import (
 	"math"
+	"math/rand/v2"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestSpanDecode checks the decoder on hand-made logits: best span with
@@ -11,7 +14,7 @@ import (
 func TestSpanDecode(t *testing.T) {
 	start := []float64{0, 1, 5, 0, 0}
 	end := []float64{0, 0, 4, 0, 6} // e=0 would pair best with s=1 but s≤e forbids it
-	r := SpanDecode(start, end, 64, 0)
+	r := SpanDecode(start, end, 64, 0, nil)
 	if r.Abstain || r.S != 1 || r.E != 3 {
 		t.Fatalf("got %+v, want span 1..3", r)
 	}
@@ -19,21 +22,21 @@ func TestSpanDecode(t *testing.T) {
 	if math.Abs(r.LogProb-want) > 1e-12 || r.LogProb >= 0 {
 		t.Errorf("logprob %g, want %g", r.LogProb, want)
 	}
-	if r := SpanDecode(start, end, 2, 0); r.S != 1 || r.E != 1 {
+	if r := SpanDecode(start, end, 2, 0, nil); r.S != 1 || r.E != 1 {
 		t.Errorf("maxSpan 2: got %+v, want 1..1", r)
 	}
 	// the end logit before the start is never used
-	if r := SpanDecode([]float64{0, 0, 5}, []float64{0, 9, 0}, 64, 0); r.S != 0 || r.E != 0 {
+	if r := SpanDecode([]float64{0, 0, 5}, []float64{0, 9, 0}, 64, 0, nil); r.S != 0 || r.E != 0 {
 		t.Errorf("got %+v, want 0..0", r)
 	}
-	if r := SpanDecode(start, end, 64, 20); !r.Abstain || r.S != SpanNull {
+	if r := SpanDecode(start, end, 64, 20, nil); !r.Abstain || r.S != SpanNull {
 		t.Errorf("threshold 20: got %+v, want abstain", r)
 	}
 	nullWins := []float64{12, 1, 5, 0, 0}
-	if r := SpanDecode(nullWins, end, 64, 0); !r.Abstain || math.Abs(r.LogProb-(LogSoftmaxAt(nullWins, 0)+LogSoftmaxAt(end, 0))) > 1e-12 {
+	if r := SpanDecode(nullWins, end, 64, 0, nil); !r.Abstain || math.Abs(r.LogProb-(LogSoftmaxAt(nullWins, 0)+LogSoftmaxAt(end, 0))) > 1e-12 {
 		t.Errorf("null wins: got %+v", r)
 	}
-	if r := SpanDecode([]float64{0}, []float64{0}, 64, 0); !r.Abstain {
+	if r := SpanDecode([]float64{0}, []float64{0}, 64, 0, nil); !r.Abstain {
 		t.Errorf("empty document: got %+v, want abstain", r)
 	}
 }
@@ -182,5 +185,97 @@ func TestCalibrateSpanThreshold(t *testing.T) {
 		if exactAt(0) == best && th != 0 {
 			t.Fatalf("trial %d: 0 is optimal but threshold %g", trial, th)
 		}
+	}
+}
+
+// TestSpanDecodeOneLine: with SpanLines, SpanDecode returns exactly the
+// best span (earliest on ties) among those whose text — widened to whole
+// characters and white space trimmed, as SpanText cuts it — holds no line
+// break, checked against brute force on random texts (multi-byte
+// characters, runs of spaces and newlines, token edges inside characters)
+// and random logits; every answer it gives is on one line.
+func TestSpanDecodeOneLine(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 7))
+	pieces := []string{"a", "Bob", " ", "  ", "\n", "\n\n", "\t", "é", "€", "名", "x y", "\r\n", "--"}
+	for iter := 0; iter < 3000; iter++ {
+		var sb strings.Builder
+		for k := rng.IntN(12); k >= 0; k-- {
+			sb.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		text := sb.String()
+		// random byte-level tokens, some ending inside a character
+		var lens []int
+		for p := 0; p < len(text); {
+			l := min(1+rng.IntN(4), len(text)-p)
+			lens = append(lens, l)
+			p += l
+		}
+		offs := TokenByteOffsets(lens)
+		n := len(offs)
+		start, end := make([]float64, n+1), make([]float64, n+1)
+		for i := range start {
+			start[i], end[i] = float64(rng.IntN(7)), float64(rng.IntN(7))
+		}
+		start[0], end[0] = -100, -100 // never abstain, so the span is always compared
+		maxSpan := 1 + rng.IntN(6)
+		oneLine := func(s, e int) bool {
+			a, b := offs[s][0], offs[e][1]
+			for a > 0 && !utf8.RuneStart(text[a]) {
+				a--
+			}
+			for b < len(text) && !utf8.RuneStart(text[b]) {
+				b++
+			}
+			return !strings.Contains(strings.TrimSpace(text[a:b]), "\n")
+		}
+		ws, we, best := SpanNull, SpanNull, math.Inf(-1)
+		for s := 0; s < n; s++ {
+			for e := s; e < n && e-s < maxSpan; e++ {
+				if v := start[s+1] + end[e+1]; oneLine(s, e) && v > best {
+					ws, we, best = s, e, v
+				}
+			}
+		}
+		r := SpanDecode(start, end, maxSpan, 0, NewSpanLines(text, offs))
+		if n == 0 {
+			if !r.Abstain {
+				t.Fatalf("%q: empty document answered", text)
+			}
+			continue
+		}
+		if r.S != ws || r.E != we {
+			t.Fatalf("text %q lens %v maxSpan %d: decoded %d..%d, brute force %d..%d", text, lens, maxSpan, r.S, r.E, ws, we)
+		}
+		if r.Abstain != (ws == SpanNull) {
+			t.Fatalf("text %q: abstained %v, brute force found %d..%d", text, r.Abstain, ws, we)
+		}
+		if r.Abstain {
+			continue // every span crosses a line (a token holds "a\nb")
+		}
+		if ans, _, _ := SpanText(text, offs, r.S, r.E, false); strings.Contains(strings.TrimSpace(ans), "\n") {
+			t.Fatalf("text %q: answer %q crosses a line", text, ans)
+		}
+	}
+}
+
+// TestSpanDecodeOneLineExample: the miss that motivated it — the best
+// start on "Regards" and the best end on the name on the next line.
+func TestSpanDecodeOneLineExample(t *testing.T) {
+	text := "Best Regards\nAnders Holm"
+	toks := []string{"Best", " Regards", "\n", "Anders", " Holm"}
+	var lens []int
+	for _, s := range toks {
+		lens = append(lens, len(s))
+	}
+	offs := TokenByteOffsets(lens)
+	start := []float64{0, 1, 5, 0, 4, 0} // [null, tokens...]
+	end := []float64{0, 0, 1, 0, 2, 6}
+	free := SpanDecode(start, end, 64, 0, nil)
+	if a, _, _ := SpanText(text, offs, free.S, free.E, false); a != "Regards\nAnders Holm" {
+		t.Fatalf("unconstrained answer %q", a)
+	}
+	one := SpanDecode(start, end, 64, 0, NewSpanLines(text, offs))
+	if a, _, _ := SpanText(text, offs, one.S, one.E, false); a != "Anders Holm" {
+		t.Fatalf("one-line answer %q, want %q", a, "Anders Holm")
 	}
 }

@@ -178,11 +178,11 @@ func (e *EngineModel) ClassHead() (string, []float32) {
 func (e *EngineModel) Template(task string) string { return e.Gen.Templates[task] }
 
 // SpanHead implements Model.
-func (e *EngineModel) SpanHead() (bool, float64, bool) {
+func (e *EngineModel) SpanHead() (bool, SpanOptions) {
 	if !e.M.HasSpanHead() {
-		return false, 0, false
+		return false, SpanOptions{}
 	}
-	return true, e.Gen.SpanThreshold, e.Gen.SpanWholeWords
+	return true, SpanOptions{Threshold: e.Gen.SpanThreshold, WholeWords: e.Gen.SpanWholeWords, OneLine: e.Gen.SpanOneLine}
 }
 
 // StopIDs implements Model.

@@ -128,8 +128,8 @@ func (m *fakeModel) NewWorker() (Worker, error) {
 	m.workers.Add(1)
 	return &fakeWorker{m: m}, nil
 }
-func (m *fakeModel) Labels() []string                { return m.labels }
-func (m *fakeModel) SpanHead() (bool, float64, bool) { return false, 0, false }
+func (m *fakeModel) Labels() []string              { return m.labels }
+func (m *fakeModel) SpanHead() (bool, SpanOptions) { return false, SpanOptions{} }
 func (m *fakeModel) ClassHead() (string, []float32) {
 	if m.head == "" {
 		return jobs.HeadMulticlass, nil

@@ -155,11 +155,22 @@ type Model interface {
 	// StopIDs end a generated answer.
 	StopIDs() []int32
 	// SpanHead reports a span-extraction head (head.span): task extract
-	// then answers with spans of the document. threshold is the one its
-	// training tuned (added to the "not present" score; a job's
-	// span_threshold shifts it); wholeWords widens its answers to whole
-	// words (generation.json span_whole_words, engine.SpanText).
-	SpanHead() (ok bool, threshold float64, wholeWords bool)
+	// then answers with spans of the document, decoded as o says.
+	SpanHead() (ok bool, o SpanOptions)
+}
+
+// SpanOptions is how a checkpoint's span head is decoded (its
+// generation.json, as train extract wrote it).
+type SpanOptions struct {
+	// Threshold is the one its training tuned, added to the "not present"
+	// score (a job's span_threshold shifts it).
+	Threshold float64
+	// WholeWords widens answers to whole words (span_whole_words,
+	// engine.SpanText).
+	WholeWords bool
+	// OneLine keeps answers on one line of the document (span_one_line,
+	// engine.SpanLines).
+	OneLine bool
 }
 
 // PartWriter writes one output file atomically: nothing is visible at its

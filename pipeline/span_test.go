@@ -136,7 +136,9 @@ func (plainLM) Template(string) string { return "" }
 
 type spanLM struct{ *fakeModel }
 
-func (spanLM) SpanHead() (bool, float64, bool) { return true, 0.75, false }
+func (spanLM) SpanHead() (bool, SpanOptions) {
+	return true, SpanOptions{Threshold: 0.75, WholeWords: true, OneLine: true}
+}
 
 // TestExtractModelChecks: which extract a model gets, and what is warned
 // about or refused: a plain language model decodes with a warning, a
@@ -181,6 +183,10 @@ func TestExtractModelChecks(t *testing.T) {
 	tk, _, err = newTask(job(func(j *jobs.Job) { j.SpanThreshold = -0.25 }), spanLM{&fakeModel{}}, byteTok{})
 	if st, ok := tk.(*spanTask); err != nil || !ok || st.threshold != 0.5 {
 		t.Fatalf("span threshold: %T %v, want the model's 0.75 shifted by -0.25", tk, err)
+	}
+	// the checkpoint's decoding rules reach the task
+	if st := tk.(*spanTask); !st.whole || !st.oneLine {
+		t.Fatalf("span task whole words %v, one line %v; want both from the model", st.whole, st.oneLine)
 	}
 }
 

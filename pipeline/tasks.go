@@ -57,8 +57,8 @@ func newTask(j *jobs.Job, m Model, tok Tokenizer) (task, []string, error) {
 	case jobs.TaskClassify:
 		return newClassify(j, m, tok)
 	case jobs.TaskExtract:
-		if ok, threshold, wholeWords := m.SpanHead(); ok {
-			return newSpanExtract(j, threshold, wholeWords)
+		if ok, o := m.SpanHead(); ok {
+			return newSpanExtract(j, o)
 		}
 		return newExtract(j, m, tok)
 	}
@@ -529,12 +529,13 @@ type spanTask struct {
 	qIndex    int // index of the question field in Doc.Keep, or -1
 	question  string
 	whole     bool // answers widened to whole words (engine.SpanText)
+	oneLine   bool // answers kept on one line (engine.SpanLines)
 	warn      []string
 }
 
 func (t *spanTask) warnings() []string { return t.warn }
 
-func newSpanExtract(j *jobs.Job, modelThreshold float64, wholeWords bool) (task, []string, error) {
+func newSpanExtract(j *jobs.Job, o SpanOptions) (task, []string, error) {
 	// The head was trained on one fixed prompt; the generative settings
 	// have nothing to act on.
 	var ignored []string
@@ -550,7 +551,7 @@ func newSpanExtract(j *jobs.Job, modelThreshold float64, wholeWords bool) (task,
 	if j.Window > 0 {
 		ignored = append(ignored, "window") // the head reads the whole (kept) document
 	}
-	t := &spanTask{maxSpan: j.MaxSpan, threshold: modelThreshold + j.SpanThreshold, qIndex: -1, question: j.Question, whole: wholeWords}
+	t := &spanTask{maxSpan: j.MaxSpan, threshold: o.Threshold + j.SpanThreshold, qIndex: -1, question: j.Question, whole: o.WholeWords, oneLine: o.OneLine}
 	if len(ignored) > 0 {
 		t.warn = append(t.warn, "extract: the model has a span head, which reads its own fixed prompt and answers with spans: ignoring "+strings.Join(ignored, ", "))
 	}
@@ -609,7 +610,11 @@ func (t *spanTask) run(w Worker, _ Tokenizer, pack []*item) error {
 			r := it.promptLen - 1 + j
 			start[j], end[j] = float64(sp[2*r]), float64(sp[2*r+1])
 		}
-		r := engine.SpanDecode(start, end, t.maxSpan, t.threshold)
+		var lines *engine.SpanLines
+		if t.oneLine {
+			lines = engine.NewSpanLines(it.spanText, it.spanOffs)
+		}
+		r := engine.SpanDecode(start, end, t.maxSpan, t.threshold, lines)
 		it.res.answerLogp = float32(r.LogProb)
 		it.res.abstained = r.Abstain
 		if !r.Abstain {

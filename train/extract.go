@@ -274,6 +274,7 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 	}
 	gen.Labels = nil           // head.cls is not carried over
 	gen.SpanWholeWords = false // decided from this run's data below
+	gen.SpanOneLine = false
 
 	var docs []spanDoc
 	var hs []uint64
@@ -282,6 +283,9 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 	// some training answer starts or ends inside a word ("42" of "v42"):
 	// the data says which kind of field this is
 	wholeWords := true
+	// likewise answers are kept on one line (engine.SpanLines) unless some
+	// training answer spans lines (an address block, a paragraph)
+	oneLine := true
 	promptCache := map[string][]int32{}
 	err = readExtractRecords(o.Data, &o, func(file string, line int, r ExtractRecord) error {
 		q := o.Question
@@ -312,6 +316,7 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 			text: r.Text, offs: TokenByteOffsets(lens), question: q}
 		if present {
 			wholeWords = wholeWords && engine.AtWordBoundaries(r.Text, as, ae)
+			oneLine = oneLine && !strings.Contains(strings.TrimSpace(r.Text[as:ae]), "\n")
 			ts, te, ok := SpanTargets(d.offs, as, ae)
 			if ok {
 				d.ts, d.te, d.gold = ts, te, r.Text[as:ae]
@@ -346,8 +351,9 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 		return nil, fmt.Errorf("data: %d training and %d held-out records; need both (adjust --val-permille)", len(trainDocs), len(valDocs))
 	}
 	gen.SpanWholeWords = wholeWords && len(docs) > absent // some answer is present
+	gen.SpanOneLine = oneLine && len(docs) > absent
 	log.Info("extract data", "train_records", len(trainDocs), "val_records", len(valDocs), "not_present", absent, "lost_to_truncation", lost,
-		"whole_words", gen.SpanWholeWords)
+		"whole_words", gen.SpanWholeWords, "one_line", gen.SpanOneLine)
 	if lost > 0 {
 		log.Warn("answers beyond --max-tokens were trained as \"not present\"", "records", lost, "max_tokens", o.MaxTokens)
 	}
@@ -387,7 +393,7 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 		return saveTrainState(o.Out, p, opt, st)
 	}
 	eval := func() (*ExtractReport, error) {
-		rep, err := evalSpans(ctx, dp, valDocs, o.MaxSpan, o.Samples, gen.SpanWholeWords, log)
+		rep, err := evalSpans(ctx, dp, valDocs, o.MaxSpan, o.Samples, gen.SpanWholeWords, gen.SpanOneLine, log)
 		if err != nil {
 			return nil, err
 		}
@@ -579,7 +585,7 @@ func spanHeadLoss[T Float](p *Params[T], hf []T, batch []spanDoc, norm int) (flo
 // evalSpans decodes every held-out document (packs of documents spread
 // over the workers, fixed by the documents alone) and scores the answers;
 // samples of them are logged.
-func evalSpans(ctx context.Context, dp *dataParallel, docs []spanDoc, maxSpan, samples int, wholeWords bool, log *slog.Logger) (*ExtractReport, error) {
+func evalSpans(ctx context.Context, dp *dataParallel, docs []spanDoc, maxSpan, samples int, wholeWords, oneLine bool, log *slog.Logger) (*ExtractReport, error) {
 	preds := make([]engine.SpanResult, len(docs))
 	var packs [][2]int
 	for i := 0; i < len(docs); {
@@ -613,7 +619,11 @@ func evalSpans(ctx context.Context, dp *dataParallel, docs []spanDoc, maxSpan, s
 				_, n := spanRows(d)
 				start, end := make([]float64, n), make([]float64, n)
 				spanLogitsOf(w.p.W(engine.HeadSpanW), hf, D, off, d, start, end)
-				preds[k] = engine.SpanDecode(start, end, maxSpan, math.Inf(-1))
+				var lines *engine.SpanLines
+				if oneLine {
+					lines = engine.NewSpanLines(d.text, d.offs)
+				}
+				preds[k] = engine.SpanDecode(start, end, maxSpan, math.Inf(-1), lines)
 				off += len(d.ids)
 			}
 		}

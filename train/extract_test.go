@@ -189,9 +189,36 @@ func TestExtractLearnsSpans(t *testing.T) {
 	if rep.CalibratedExactMatch < rep.ExactMatch {
 		t.Errorf("calibrated exact match %.3f below the untuned %.3f", rep.CalibratedExactMatch, rep.ExactMatch)
 	}
-	// every code is a whole word of its document
+	// every code is a whole word of its document, on one line
 	if !ck.Generation.SpanWholeWords {
 		t.Error("generation.json span_whole_words false for answers that are all whole words")
+	}
+	if !ck.Generation.SpanOneLine {
+		t.Error("generation.json span_one_line false for answers that are all on one line")
+	}
+}
+
+// TestExtractOneLineFromData: one training answer across a line break is
+// enough to let answers span lines.
+func TestExtractOneLineFromData(t *testing.T) {
+	from := randomCheckpoint(t)
+	out := t.TempDir()
+	recs := codeRecords(60, 5)
+	recs = append(recs, map[string]any{"text": "the codes are\nAB12\nQZ41 here.", "answer": "AB12\nQZ41"})
+	o := extractTestOptions(from, out, writeRecords(t, recs))
+	o.Freeze, o.Epochs = true, 1
+	if _, err := Extract(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := engine.LoadCheckpoint(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ck.Generation.SpanOneLine {
+		t.Error("generation.json span_one_line true although a training answer spans two lines")
+	}
+	if !ck.Generation.SpanWholeWords {
+		t.Error("generation.json span_whole_words false: every answer is whole words")
 	}
 }
 
