@@ -80,7 +80,8 @@ Tasks (--task, or task: in a --job YAML file; flags override the file):
             most --max-span tokens; abstains when "not present" scores higher,
             shifted by the threshold train extract tuned on its held-out
             split and then by --span-threshold; widened to whole words when
-            the checkpoint's span_whole_words says so), its character offsets
+            the checkpoint's span_whole_words says so, kept on one line when
+            its span_one_line does), its character offsets
             in the document (answer = text[answer_start:answer_end], null when
             abstained); otherwise the --template prompt with the document
             decoded greedily (--extractive keeps the answer a substring of

@@ -64,6 +64,13 @@ word to the whole word (a head one token off answers "aniel" for "Daniel"
 otherwise). One answer inside a word ("42" of "v42") leaves it off; the
 "extract data" log line says which (whole_words).
 
+Likewise, when no answer in the data holds a line break (white space at its
+ends aside), generation.json gets span_one_line: extract, and the held-out
+evaluation here, then choose among spans that stay on one line of the
+document (the start and end are scored apart, and a head can otherwise join
+"Regards" at the end of one line to the name on the next). One answer over
+two lines leaves it off (one_line in the same log line).
+
 The output directory gets a checkpoint plus train_state/ (master weights,
 optimizer moments, record order) at the start, every --ckpt-every steps, at
 the end and on SIGINT/SIGTERM; after any stop, even SIGKILL, the same command
