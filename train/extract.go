@@ -278,7 +278,7 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 
 	var docs []spanDoc
 	var hs []uint64
-	lost, absent := 0, 0
+	lost, absent, ambiguous := 0, 0, 0
 	// answers widen to whole words at decoding (engine.SpanText) unless
 	// some training answer starts or ends inside a word ("42" of "v42"):
 	// the data says which kind of field this is
@@ -314,6 +314,9 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 		}
 		d := spanDoc{ids: append(append([]int32(nil), pr...), ids...), promptLen: len(pr), ts: SpanNull, te: SpanNull,
 			text: r.Text, offs: TokenByteOffsets(lens), question: q}
+		if present && isJSONString(r.Answer) && strings.Count(r.Text, r.Text[as:ae]) > 1 {
+			ambiguous++ // trained at its first occurrence, which may not be the one meant
+		}
 		if present {
 			wholeWords = wholeWords && engine.AtWordBoundaries(r.Text, as, ae)
 			oneLine = oneLine && !strings.Contains(strings.TrimSpace(r.Text[as:ae]), "\n")
@@ -356,6 +359,10 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 		"whole_words", gen.SpanWholeWords, "one_line", gen.SpanOneLine)
 	if lost > 0 {
 		log.Warn("answers beyond --max-tokens were trained as \"not present\"", "records", lost, "max_tokens", o.MaxTokens)
+	}
+	if ambiguous > 0 {
+		log.Warn("answers given as strings that occur more than once in their text are trained at the first occurrence; "+
+			"give character offsets ({\"start\":s,\"end\":e}) where another one is meant", "records", ambiguous)
 	}
 
 	statePath := filepath.Join(o.Out, "train_state", "state.json")
@@ -739,4 +746,10 @@ func OverlapF1(pred, gold []string) float64 {
 	}
 	prec, rec := float64(common)/float64(len(pred)), float64(common)/float64(len(gold))
 	return 2 * prec * rec / (prec + rec)
+}
+
+// isJSONString reports whether a raw JSON value is a string.
+func isJSONString(v json.RawMessage) bool {
+	v = bytes.TrimLeft(v, " \t\r\n")
+	return len(v) > 0 && v[0] == '"'
 }

@@ -317,3 +317,31 @@ func TestExtractFreezeKeepsBody(t *testing.T) {
 		t.Fatal("head.span.w did not move")
 	}
 }
+
+// TestExtractWarnsAmbiguousAnswers: string answers that occur more than
+// once in their text are counted in a warning (they train their first
+// occurrence); the same answers given as offsets are not.
+func TestExtractWarnsAmbiguousAnswers(t *testing.T) {
+	from := randomCheckpoint(t)
+	recs := codeRecords(40, 5)
+	recs = append(recs,
+		map[string]any{"text": "the id is QZ41. the code is QZ41.", "answer": "QZ41"},
+		map[string]any{"text": "the tag is AB12. the code is AB12.", "answer": "AB12"},
+		map[string]any{"text": "the pin is CD34. the code is CD34.", "answer": map[string]int{"start": 28, "end": 32}})
+	o := extractTestOptions(from, t.TempDir(), writeRecords(t, recs))
+	o.Freeze, o.Epochs = true, 1
+	var logs strings.Builder
+	o.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	if _, err := Extract(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	var warn string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "occur more than once") {
+			warn = l
+		}
+	}
+	if !strings.Contains(warn, "level=WARN") || !strings.Contains(warn, "records=2") {
+		t.Fatalf("want a warning counting 2 ambiguous string answers, got %q", warn)
+	}
+}

@@ -69,8 +69,23 @@ for fam in $families; do
   t0=$(date +%s)
   resume=(); [[ -f $d/model/train_state/state.json ]] && resume=(--resume)
   if [[ ! -f $d/model/model.safetensors || -f $d/model/train_state/state.json ]]; then
+    # train on the gold's position, not the answer string's first
+    # occurrence: prep.py records where the gold is (answer_start/end, in
+    # characters), and a string answer would train the first occurrence
+    # (the quoted "Brian wrote:" instead of the signature "Brian")
+    python3 - "$data/$fam.train.jsonl" >"$d/train.jsonl" <<'PY'
+import json, sys
+for n, line in enumerate(open(sys.argv[1], encoding="utf-8"), 1):
+    r = json.loads(line)
+    if r.get("answer") is not None and r.get("answer_start") is not None:
+        s, e = r["answer_start"], r["answer_end"]
+        if r["text"][s:e] != r["answer"]:
+            sys.exit(f"{sys.argv[1]}:{n}: answer_start/end {s},{e} do not hold the answer {r['answer']!r}")
+        r["answer"] = [s, e]
+    print(json.dumps(r, ensure_ascii=False))
+PY
     # shellcheck disable=SC2086
-    "$ONECORE" train extract --from "$base" --data "$data/$fam.train.jsonl" --out "$d/model" \
+    "$ONECORE" train extract --from "$base" --data "$d/train.jsonl" --out "$d/model" \
       "${workers[@]}" "${resume[@]}" ${TRAIN_FLAGS:-} 2>&1 | tee "$d/train.log" | grep -E 'eval|sample|example' >&2 || true
   fi
   train_s=$(( $(date +%s) - t0 ))
