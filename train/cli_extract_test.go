@@ -19,13 +19,7 @@ import (
 // [answer_start, answer_end), the same rows for 1 and 2 workers and other
 // packings. A classifier checkpoint (the bundled spam model) is refused.
 func TestCLIExtractTrainAndRun(t *testing.T) {
-	from := t.TempDir()
-	c := smallConfig()
-	p := NewParams[float32](ParamSpecs(c, 0))
-	p.Init(c, 5)
-	if err := SaveCheckpoint(from, c, p, &Generation{StopIDs: []int32{eosID}}, byteLevelTokenizerJSON(t)); err != nil {
-		t.Fatal(err)
-	}
+	from, _ := cliSourceCheckpoint(t)
 	work := t.TempDir()
 	ck := filepath.Join(work, "ck")
 	out := run(t, "train", "extract", "--from", from, "--data", writeRecords(t, codeRecords(300, 1)), "--out", ck,
@@ -109,13 +103,7 @@ func TestCLIExtractTrainAndRun(t *testing.T) {
 // abstention on every row, the same bytes for 1 and 2 workers and another
 // packing); a negative --layers is a usage error (exit 2).
 func TestCLIExtractLayers(t *testing.T) {
-	from := t.TempDir()
-	c := smallConfig()
-	p := NewParams[float32](ParamSpecs(c, 0))
-	p.Init(c, 5)
-	if err := SaveCheckpoint(from, c, p, &Generation{StopIDs: []int32{eosID}}, byteLevelTokenizerJSON(t)); err != nil {
-		t.Fatal(err)
-	}
+	from, c := cliSourceCheckpoint(t)
 	work := t.TempDir()
 	ck := filepath.Join(work, "ck")
 	data := writeRecords(t, codeRecords(40, 1))

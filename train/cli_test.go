@@ -219,13 +219,7 @@ func TestCLITrainedCheckpointForward(t *testing.T) {
 // 130, checkpoint saved), each continued with --resume (2 workers), end
 // with the uninterrupted runs' weights and moments, bit for bit.
 func TestCLIPosttrainInterruptResume(t *testing.T) {
-	from := t.TempDir()
-	c := smallConfig()
-	p := NewParams[float32](ParamSpecs(c, 0))
-	p.Init(c, 5)
-	if err := SaveCheckpoint(from, c, p, &Generation{StopIDs: []int32{eosID}}, byteLevelTokenizerJSON(t)); err != nil {
-		t.Fatal(err)
-	}
+	from, _ := cliSourceCheckpoint(t)
 	var recs []map[string]string
 	for i := 0; i < 200; i++ {
 		label := []string{"x", "y"}[i%2]
@@ -317,4 +311,19 @@ func TestCLIPresetVocabFromTokenizer(t *testing.T) {
 	if cfg.VocabSize != n || !strings.Contains(log, "vocab_size set to the tokenizer's") {
 		t.Fatalf("dense-3m with a %d-id tokenizer: vocab_size %d\n%s", n, cfg.VocabSize, log)
 	}
+}
+
+// cliSourceCheckpoint saves a random smallConfig model with the byte-level
+// tokenizer, the source the CLI tests train from, and returns its directory
+// and config.
+func cliSourceCheckpoint(t *testing.T) (string, *Config) {
+	t.Helper()
+	from := t.TempDir()
+	c := smallConfig()
+	p := NewParams[float32](ParamSpecs(c, 0))
+	p.Init(c, 5)
+	if err := SaveCheckpoint(from, c, p, &Generation{StopIDs: []int32{eosID}}, byteLevelTokenizerJSON(t)); err != nil {
+		t.Fatal(err)
+	}
+	return from, c
 }

@@ -198,48 +198,35 @@ func TestExtractLearnsSpans(t *testing.T) {
 	}
 }
 
-// TestExtractOneLineFromData: one training answer across a line break is
-// enough to let answers span lines.
-func TestExtractOneLineFromData(t *testing.T) {
-	from := randomCheckpoint(t)
-	out := t.TempDir()
-	recs := codeRecords(60, 5)
-	recs = append(recs, map[string]any{"text": "the codes are\nAB12\nQZ41 here.", "answer": "AB12\nQZ41"})
-	o := extractTestOptions(from, out, writeRecords(t, recs))
-	o.Freeze, o.Epochs = true, 1
-	if _, err := Extract(context.Background(), o); err != nil {
-		t.Fatal(err)
-	}
-	ck, err := engine.LoadCheckpoint(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ck.Generation.SpanOneLine {
-		t.Error("generation.json span_one_line true although a training answer spans two lines")
-	}
-	if !ck.Generation.SpanWholeWords {
-		t.Error("generation.json span_whole_words false: every answer is whole words")
-	}
-}
-
-// TestExtractWholeWordsFromData: one training answer inside a word ("AB12"
-// of "vAB12") is enough to keep answers as the head's tokens give them.
-func TestExtractWholeWordsFromData(t *testing.T) {
-	from := randomCheckpoint(t)
-	out := t.TempDir()
-	recs := codeRecords(60, 5)
-	recs = append(recs, map[string]any{"text": "the code is vAB12. the id is QZ41.", "answer": "AB12"})
-	o := extractTestOptions(from, out, writeRecords(t, recs))
-	o.Freeze, o.Epochs = true, 1
-	if _, err := Extract(context.Background(), o); err != nil {
-		t.Fatal(err)
-	}
-	ck, err := engine.LoadCheckpoint(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ck.Generation.SpanWholeWords {
-		t.Error("generation.json span_whole_words true although a training answer starts inside a word")
+// TestExtractDecodingFlagsFromData: the data decides generation.json's
+// span_whole_words and span_one_line — one training answer inside a word
+// ("AB12" of "vAB12") keeps answers as the head's tokens give them, one
+// across a line break lets answers span lines, and neither flag moves the
+// other.
+func TestExtractDecodingFlagsFromData(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		rec                 map[string]any
+		wholeWords, oneLine bool
+	}{
+		{"inside a word", map[string]any{"text": "the code is vAB12. the id is QZ41.", "answer": "AB12"}, false, true},
+		{"two lines", map[string]any{"text": "the codes are\nAB12\nQZ41 here.", "answer": "AB12\nQZ41"}, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := t.TempDir()
+			o := extractTestOptions(randomCheckpoint(t), out, writeRecords(t, append(codeRecords(60, 5), tc.rec)))
+			o.Freeze, o.Epochs = true, 1
+			if _, err := Extract(context.Background(), o); err != nil {
+				t.Fatal(err)
+			}
+			ck, err := engine.LoadCheckpoint(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := ck.Generation; g.SpanWholeWords != tc.wholeWords || g.SpanOneLine != tc.oneLine {
+				t.Errorf("span_whole_words %v, span_one_line %v; want %v, %v", g.SpanWholeWords, g.SpanOneLine, tc.wholeWords, tc.oneLine)
+			}
+		})
 	}
 }
 

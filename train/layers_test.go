@@ -62,39 +62,7 @@ func TestExtractKeepLayers(t *testing.T) {
 	if _, err := Extract(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
-	src, err := engine.LoadCheckpoint(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := engine.LoadCheckpoint(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fmt.Sprint(got.Config.Layers) != fmt.Sprint(src.Config.Layers[:2]) {
-		t.Fatalf("saved layers %v, want %v", got.Config.Layers, src.Config.Layers[:2])
-	}
-	for name, w := range got.Tensors {
-		if name == engine.HeadSpanW {
-			continue
-		}
-		v, ok := src.Tensors[name]
-		if !ok {
-			t.Fatalf("saved tensor %s not in the source", name)
-		}
-		for i := range v {
-			if math.Float32bits(v[i]) != math.Float32bits(w[i]) {
-				t.Fatalf("%s[%d] moved: %v → %v", name, i, v[i], w[i])
-			}
-		}
-	}
-	for name := range src.Tensors {
-		if _, ok := got.Tensors[name]; !ok && !strings.HasPrefix(name, "layers.2.") {
-			t.Errorf("tensor %s dropped", name)
-		}
-		if _, ok := got.Tensors[name]; ok && strings.HasPrefix(name, "layers.2.") {
-			t.Errorf("tensor %s of the dropped layer kept", name)
-		}
-	}
+	checkKeptLayers(t, from, out, 2)
 	// more layers than the source has is an error naming both
 	o.Out, o.Layers = t.TempDir(), 4
 	if _, err := Extract(context.Background(), o); err == nil || !strings.Contains(err.Error(), "3 layers") {
@@ -119,6 +87,14 @@ func TestClassifyKeepLayers(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	checkKeptLayers(t, from, out, 1)
+}
+
+// checkKeptLayers checks that the checkpoint in out has the first k layers
+// of the one in from — its config's layer list cut there, every tensor the
+// source's bit for bit (a task head aside) — and no tensor of the others.
+func checkKeptLayers(t *testing.T, from, out string, k int) {
+	t.Helper()
 	src, err := engine.LoadCheckpoint(from)
 	if err != nil {
 		t.Fatal(err)
@@ -127,12 +103,20 @@ func TestClassifyKeepLayers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(got.Config.Layers) != fmt.Sprint(src.Config.Layers[:1]) {
-		t.Fatalf("saved layers %v, want %v", got.Config.Layers, src.Config.Layers[:1])
+	if fmt.Sprint(got.Config.Layers) != fmt.Sprint(src.Config.Layers[:k]) {
+		t.Fatalf("saved layers %v, want %v", got.Config.Layers, src.Config.Layers[:k])
+	}
+	dropped := func(name string) bool {
+		for i := k; i < len(src.Config.Layers); i++ {
+			if strings.HasPrefix(name, fmt.Sprintf("layers.%d.", i)) {
+				return true
+			}
+		}
+		return false
 	}
 	for name, v := range src.Tensors {
 		w, ok := got.Tensors[name]
-		if dropped := strings.HasPrefix(name, "layers.1.") || strings.HasPrefix(name, "layers.2."); dropped == ok {
+		if ok == dropped(name) {
 			t.Errorf("tensor %s: kept %v", name, ok)
 			continue
 		}
@@ -140,6 +124,11 @@ func TestClassifyKeepLayers(t *testing.T) {
 			if math.Float32bits(v[i]) != math.Float32bits(w[i]) {
 				t.Fatalf("%s[%d] moved: %v → %v", name, i, v[i], w[i])
 			}
+		}
+	}
+	for name := range got.Tensors {
+		if _, ok := src.Tensors[name]; !ok && !strings.HasPrefix(name, "head.") {
+			t.Errorf("saved tensor %s not in the source", name)
 		}
 	}
 }
