@@ -228,39 +228,38 @@ func NewSpanLines(text string, offs [][2]int) *SpanLines {
 	// that ends after byte p (MaxInt32 if none)
 	before := make([]int32, n+1)
 	after := make([]int32, n+1)
-	type span struct {
-		r0, r1 int
-		line   int32
-		space  bool
-	}
-	var runes []span
 	line := int32(0)
+	before[0] = -1
 	for p := 0; p < n; {
 		r, w := utf8.DecodeRuneInString(text[p:])
-		runes = append(runes, span{p, p + w, line, unicode.IsSpace(r)})
+		v := before[p]
+		if !unicode.IsSpace(r) {
+			v = line
+		}
+		for k := 1; k <= w; k++ {
+			before[p+k] = v
+		}
 		if r == '\n' {
 			line++
 		}
 		p += w
 	}
-	before[0] = -1
-	for _, r := range runes {
-		for p := r.r0 + 1; p <= r.r1; p++ {
-			before[p] = before[r.r0]
-			if !r.space {
-				before[p] = r.line
-			}
-		}
-	}
+	// the same characters from the end: line counts back down across each
+	// "\n", which belongs to the line it ends
 	after[n] = math.MaxInt32
-	for i := len(runes) - 1; i >= 0; i-- {
-		r := runes[i]
-		for p := r.r0; p < r.r1; p++ {
-			after[p] = after[r.r1]
-			if !r.space {
-				after[p] = r.line
-			}
+	for q := n; q > 0; {
+		r, w := utf8.DecodeLastRuneInString(text[:q])
+		if r == '\n' {
+			line--
 		}
+		v := after[q]
+		if !unicode.IsSpace(r) {
+			v = line
+		}
+		for k := 1; k <= w; k++ {
+			after[q-k] = v
+		}
+		q -= w
 	}
 	l := &SpanLines{first: make([]int32, len(offs)), last: make([]int32, len(offs))}
 	for i, o := range offs {

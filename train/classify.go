@@ -157,11 +157,8 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n := len(c.Layers); o.Layers > 0 && o.Layers != n {
-		if c, err = KeepLayers(c, o.Layers); err != nil {
-			return nil, err
-		}
-		log.Info("keeping the source's first layers", "layers", len(c.Layers), "of", n, "kinds", c.Layers)
+	if c, err = keepLayersLogged(c, o.Layers, log); err != nil {
+		return nil, err
 	}
 	kind := o.headKind()
 	pooling := o.poolingKind()

@@ -255,11 +255,8 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n := len(c.Layers); o.Layers > 0 && o.Layers != n {
-		if c, err = KeepLayers(c, o.Layers); err != nil {
-			return nil, err
-		}
-		log.Info("keeping the source's first layers", "layers", len(c.Layers), "of", n, "kinds", c.Layers)
+	if c, err = keepLayersLogged(c, o.Layers, log); err != nil {
+		return nil, err
 	}
 	p := NewParams[float32](ExtractParamSpecs(c))
 	for _, s := range ParamSpecs(c, 0) {
@@ -314,7 +311,7 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 		}
 		d := spanDoc{ids: append(append([]int32(nil), pr...), ids...), promptLen: len(pr), ts: SpanNull, te: SpanNull,
 			text: r.Text, offs: TokenByteOffsets(lens), question: q}
-		if present && isJSONString(r.Answer) && strings.Count(r.Text, r.Text[as:ae]) > 1 {
+		if present && AmbiguousSpanAnswer(r.Text, r.Answer) {
 			ambiguous++ // trained at its first occurrence, which may not be the one meant
 		}
 		if present {
@@ -746,10 +743,4 @@ func OverlapF1(pred, gold []string) float64 {
 	}
 	prec, rec := float64(common)/float64(len(pred)), float64(common)/float64(len(gold))
 	return 2 * prec * rec / (prec + rec)
-}
-
-// isJSONString reports whether a raw JSON value is a string.
-func isJSONString(v json.RawMessage) bool {
-	v = bytes.TrimLeft(v, " \t\r\n")
-	return len(v) > 0 && v[0] == '"'
 }

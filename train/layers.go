@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"log/slog"
 	"slices"
 )
 
@@ -30,4 +31,14 @@ func KeepLayers(c *Config, k int) (*Config, error) {
 		}
 	}
 	return &t, nil
+}
+
+// keepLayersLogged is KeepLayers for the trainers' --layers, saying in the
+// log when it cut the source.
+func keepLayersLogged(c *Config, k int, log *slog.Logger) (*Config, error) {
+	t, err := KeepLayers(c, k)
+	if err == nil && len(t.Layers) < len(c.Layers) {
+		log.Info("keeping the source's first layers", "layers", len(t.Layers), "of", len(c.Layers), "kinds", t.Layers)
+	}
+	return t, err
 }

@@ -134,3 +134,16 @@ func ParseSpanAnswer(text string, raw json.RawMessage) (as, ae int, present bool
 	}
 	return as, ae, true, nil
 }
+
+// AmbiguousSpanAnswer reports whether raw is an answer given as a string
+// that occurs more than once in text: ParseSpanAnswer places it at its
+// first occurrence, which may not be the one meant (a quoted "Brian
+// wrote:" above the signature "Brian"). Offsets say which one.
+func AmbiguousSpanAnswer(text string, raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || t[0] != '"' {
+		return false
+	}
+	var a string
+	return json.Unmarshal(t, &a) == nil && a != "" && strings.Count(text, a) > 1
+}
