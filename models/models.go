@@ -11,6 +11,10 @@
 //   - base: the pretrained language model (train/recipes/base.sh), the
 //     default for score, embed and extract, and the starting point for
 //     `train classify|sft --from base`;
+//   - base-small: a narrow pretrained language model
+//     (train/recipes/base_small.sh, d_model 128, 4 layers), a starting point
+//     for `train extract|classify --from base-small` when documents/s
+//     matter more than the last points of accuracy;
 //   - spam: a spam/ham email classifier fine-tuned on SpamAssassin
 //     (train/recipes/default.sh), the default for classify.
 //
@@ -48,17 +52,18 @@ const (
 
 // Names of the bundled checkpoints.
 const (
-	Base = "base" // the pretrained language model
-	Spam = "spam" // the spam/ham classifier
+	Base      = "base"       // the pretrained language model
+	BaseSmall = "base-small" // the narrow pretrained language model
+	Spam      = "spam"       // the spam/ham classifier
 )
 
 // Bundled lists the bundled checkpoints' names.
-var Bundled = []string{Base, Spam}
+var Bundled = []string{Base, BaseSmall, Spam}
 
 // requiredFiles must all be present for a bundle to count as a checkpoint.
 var requiredFiles = []string{"config.json", "model.safetensors", "tokenizer.json"}
 
-//go:embed base spam
+//go:embed base base-small spam
 var bundled embed.FS
 
 // FS returns the bundled checkpoint name as a file system whose root is the
@@ -204,7 +209,7 @@ func complete(dir string, names []string) bool {
 
 // Resolve picks the checkpoint directory for a command: flag when
 // non-empty, else $ONECORE_MODEL when set, else the bundled model named
-// fallback. A flag or env value that names a bundled model (base, spam)
+// fallback. A flag or env value that names a bundled model (base, base-small, spam)
 // and is not an existing directory selects that bundled model. It also
 // says where the choice came from (SourceFlag, SourceEnv, SourceDefault,
 // SourceBundled) so commands can log it. A value that is neither a
