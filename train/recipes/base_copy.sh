@@ -20,6 +20,7 @@
 #   OUT=$CACHE/run-copy   FROM=models/base   TOKENS=24000000   COPY_CHARS=48000000
 #   LR=6e-4 MIN_LR=1e-4 WARMUP=200 BATCH=32 SEQ_LEN=256 EVAL=4000000 CKPT=2000000
 #   WORKERS=   ONECORE=path/to/onecore (else built from this checkout)
+#   STOP_AFTER=copy   stop after step 2 (base_small.sh uses the same documents)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -44,6 +45,7 @@ if [[ ! -f $cache/copy/copy.jsonl ]]; then
     --chars "${COPY_CHARS:-48000000}"
   mv "$cache/copy/copy.jsonl.tmp" "$cache/copy/copy.jsonl"
 fi
+[[ ${STOP_AFTER:-} == copy ]] && exit 0
 
 log "3. continued pretraining from $from -> $out"
 resume=(); [[ -f $out/train_state/state.json ]] && resume=(--resume)

@@ -84,15 +84,8 @@ stage() {
 }
 
 if [[ ${SNAPSHOT:-} != 1 ]]; then
-  log "1. corpus (base.sh)"
-  STOP_AFTER=corpus CACHE=$cache bash "$here/base.sh"
-  log "2. copy-rich documents"
-  mkdir -p "$cache/copy"
-  if [[ ! -f $cache/copy/copy.jsonl ]]; then
-    /usr/bin/python3 "$here/prep_copy.py" --corpus "$cache/data/corpus" --out "$cache/copy/copy.jsonl.tmp" \
-      --chars "${COPY_CHARS:-48000000}"
-    mv "$cache/copy/copy.jsonl.tmp" "$cache/copy/copy.jsonl"
-  fi
+  log "1-2. corpus and copy-rich documents (base_copy.sh)"
+  STOP_AFTER=copy CACHE=$cache COPY_CHARS=${COPY_CHARS:-48000000} bash "$here/base_copy.sh"
 fi
 data=$cache/data
 stage 1 "$cache/run-small" 3e-3 3e-4 1000
