@@ -56,17 +56,30 @@ type textVocab struct {
 // vocabLister is a tokenizer that can say how many ids it has.
 type vocabLister interface{ VocabSize() int }
 
-// newTextVocab builds the tries from every id's text; nil when the
-// tokenizer cannot list its vocabulary (extractive decoding then keeps to
-// the document's token ids).
-func newTextVocab(tok Tokenizer) *textVocab {
+// idTexts returns what every id decodes to on its own, indexed by id; nil
+// when the tokenizer cannot list its vocabulary.
+func idTexts(tok Tokenizer) []string {
 	vl, ok := tok.(vocabLister)
 	if !ok {
 		return nil
 	}
+	texts := make([]string, vl.VocabSize())
+	for id := range texts {
+		texts[id] = tok.Decode([]int32{int32(id)})
+	}
+	return texts
+}
+
+// newTextVocab builds the tries from every id's text; nil when the
+// tokenizer cannot list its vocabulary (extractive decoding then keeps to
+// the document's token ids).
+func newTextVocab(tok Tokenizer) *textVocab {
+	texts := idTexts(tok)
+	if texts == nil {
+		return nil
+	}
 	v := &textVocab{}
-	for id := 0; id < vl.VocabSize(); id++ {
-		s := tok.Decode([]int32{int32(id)})
+	for id, s := range texts {
 		if s == "" {
 			continue
 		}

@@ -544,14 +544,7 @@ func (t *spanTask) warnings() []string { return t.warn }
 
 // piece returns what token id decodes to on its own.
 func (t *spanTask) piece(tok Tokenizer, id int32) string {
-	t.piecesOnce.Do(func() {
-		if vl, ok := tok.(vocabLister); ok {
-			t.pieces = make([]string, vl.VocabSize())
-			for i := range t.pieces {
-				t.pieces[i] = tok.Decode([]int32{int32(i)})
-			}
-		}
-	})
+	t.piecesOnce.Do(func() { t.pieces = idTexts(tok) })
 	if id >= 0 && int(id) < len(t.pieces) {
 		return t.pieces[id]
 	}

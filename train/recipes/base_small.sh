@@ -21,10 +21,11 @@
 #
 # Each stage resumes (--resume) whenever its checkpoint exists, so rerun the
 # script after any stop, kill -9 included; a finished stage is skipped. A
-# run that must continue on another machine: SNAPSHOT=1 copies the stage in
-# progress (its last checkpoint and train_state/) into
-# train/recipes/state/base-small-N to be committed, and a machine that
-# starts empty restores it from there.
+# run that must continue on another machine: base_snapshot.sh with
+# OUT=$CACHE/run-small SNAP=train/recipes/state/base-small-1 (stage 2:
+# run-small2, base-small-2) copies the stage's last checkpoint (and
+# train_state/) to be committed, and a machine that starts empty restores
+# it from there.
 #
 # Usage: train/recipes/base_small.sh            (env knobs below)
 #   CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/onecore/recipes/base   (shared with base.sh)
@@ -55,15 +56,6 @@ stage() {
     log "stage $n: done ($out)"
     return
   fi
-  if [[ ${SNAPSHOT:-} == 1 ]]; then
-    # between runs only: a checkpoint is several files written in turn
-    [[ -f $out/train_state/state.json ]] || { log "stage $n: nothing to snapshot"; exit 1; }
-    rm -rf "$snap" && mkdir -p "$snap"
-    cp -r "$out/config.json" "$out/model.safetensors" "$out/tokenizer.json" "$out/generation.json" \
-      "$out/metrics.jsonl" "$out/train_state" "$snap/"
-    log "stage $n: snapshot in $snap"
-    exit 0
-  fi
   if [[ ! -f $out/train_state/state.json && -f $snap/train_state/state.json ]]; then
     log "stage $n: restoring the run from the committed snapshot $snap"
     mkdir -p "$out" && cp -r "$snap/." "$out/"
@@ -83,10 +75,8 @@ stage() {
   touch "$out/.done"
 }
 
-if [[ ${SNAPSHOT:-} != 1 ]]; then
-  log "1-2. corpus and copy-rich documents (base_copy.sh)"
-  STOP_AFTER=copy CACHE=$cache COPY_CHARS=${COPY_CHARS:-48000000} bash "$here/base_copy.sh"
-fi
+log "1-2. corpus and copy-rich documents (base_copy.sh)"
+STOP_AFTER=copy CACHE=$cache COPY_CHARS=${COPY_CHARS:-48000000} bash "$here/base_copy.sh"
 data=$cache/data
 stage 1 "$cache/run-small" 3e-3 3e-4 1000
 stage 2 "$cache/run-small2" 1.5e-3 1.5e-4 500 --init-from "$cache/run-small"

@@ -12,11 +12,13 @@
 #
 # Usage: train/recipes/base_snapshot.sh LOG   (LOG: the run's log file)
 #   OUT=${XDG_CACHE_HOME:-$HOME/.cache}/onecore/recipes/base/run   WAIT=900
+#   SNAP=train/recipes/state/base   where the snapshot goes (base_small.sh's
+#   stages: OUT=.../run-small SNAP=.../state/base-small-1, run-small2 and -2)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 log=${1:?usage: base_snapshot.sh LOG}
 out=${OUT:-${XDG_CACHE_HOME:-$HOME/.cache}/onecore/recipes/base/run}
-snap=$here/state/base
+snap=${SNAP:-$here/state/base}
 wait=${WAIT:-900}
 step() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["step"])' "$out/train_state/state.json"; }
 
@@ -28,7 +30,8 @@ for ((t = 0; t < wait; t += 2)); do
 done
 ((n > n0)) || { echo "base_snapshot: no new checkpoint in ${wait}s" >&2; exit 1; }
 s0=$(step)
-tmp=$(mktemp -d "$here/state/.base-XXXX")
+mkdir -p "$(dirname "$snap")"
+tmp=$(mktemp -d "$(dirname "$snap")/.snapshot-XXXX")
 cp -r "$out/config.json" "$out/model.safetensors" "$out/tokenizer.json" "$out/generation.json" \
   "$out/metrics.jsonl" "$out/train_state" "$tmp/"
 s1=$(step)
