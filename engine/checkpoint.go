@@ -126,6 +126,11 @@ type Generation struct {
 	// (SpanLines); train extract sets it when no training answer holds a
 	// line break.
 	SpanOneLine bool `json:"span_one_line,omitempty"`
+	// SpanEndNext scores a span head's end at the row after the span's
+	// last token (SpanLogitRows); train extract sets it for every head it
+	// starts. Without it (older checkpoints) the end is scored at the last
+	// token itself.
+	SpanEndNext bool `json:"span_end_next,omitempty"`
 }
 
 // Pooling kinds: how the classifier head sees a document (the final-norm

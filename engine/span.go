@@ -15,8 +15,10 @@ import (
 // [start, end] = hidden · head.span.w + head.span.b. The "not present"
 // answer is the null span, scored by the same head at the prompt's last
 // token (which has seen the question but no document token), as SQuAD 2.0
-// heads score it at [CLS]. Training: package train (Extract); decoding:
-// SpanDecode.
+// heads score it at [CLS]. A span's end is scored at the row after its
+// last token, which has seen the token that closes the field; a checkpoint
+// trained before that (no span_end_next) scores it at the token itself
+// (SpanLogitRows). Training: package train (Extract); decoding: SpanDecode.
 const (
 	HeadSpanW = "head.span.w" // [d_model, 2]: start column, end column
 	HeadSpanB = "head.span.b" // [2]
@@ -65,6 +67,36 @@ type SpanResult struct {
 	// an empty document) and Null the null span's score, kept for
 	// threshold tuning: SpanDecode abstains iff Null+threshold ≥ BestSpan.
 	BestSpan, Null float64
+}
+
+// SpanLogitRows returns the rows of a span sequence (<bos> + prompt of
+// promptLen−1 tokens + document [+ <eos>]) whose start and end logits score
+// entry j of SpanDecode's layout [null, doc token 0, doc token 1, ...].
+//
+// With endNext (generation.json span_end_next, what train extract writes)
+// the end of a span at document token j−1 is scored at the next row: a
+// causal state cannot see the token after its own, and that token is what
+// says a field ends there (the "\n" after a man page's one-line purpose,
+// the "," after a surname). Ends scored at their own token learned to stop
+// early: a 2-layer head cut 50 of 230 held-out man-page purposes short
+// ("compile a resource" for "compile a resource bundle"). The row after the
+// document's last token is an appended <eos> (SpanSeqTail). The null keeps
+// both logits at the prompt's last token.
+func SpanLogitRows(promptLen, j int, endNext bool) (startRow, endRow int) {
+	r := promptLen - 1 + j
+	if endNext && j > 0 {
+		return r, r + 1
+	}
+	return r, r
+}
+
+// SpanSeqTail returns what follows the document in a span sequence: <eos>
+// when ends are scored at the next row (SpanLogitRows), else nothing.
+func SpanSeqTail(endNext bool) []int32 {
+	if endNext {
+		return []int32{EosID}
+	}
+	return nil
 }
 
 // SpanDecode picks the best span s ≤ e < s+maxSpan by start[s]+end[e] over

@@ -182,7 +182,7 @@ func (e *EngineModel) SpanHead() (bool, SpanOptions) {
 	if !e.M.HasSpanHead() {
 		return false, SpanOptions{}
 	}
-	return true, SpanOptions{Threshold: e.Gen.SpanThreshold, WholeWords: e.Gen.SpanWholeWords, OneLine: e.Gen.SpanOneLine}
+	return true, SpanOptions{Threshold: e.Gen.SpanThreshold, WholeWords: e.Gen.SpanWholeWords, OneLine: e.Gen.SpanOneLine, EndNext: e.Gen.SpanEndNext}
 }
 
 // StopIDs implements Model.

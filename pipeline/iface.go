@@ -171,6 +171,9 @@ type SpanOptions struct {
 	// OneLine keeps answers on one line of the document (span_one_line,
 	// engine.SpanLines).
 	OneLine bool
+	// EndNext scores a span's end at the row after it, over the document
+	// and an appended <eos> (span_end_next, engine.SpanLogitRows).
+	EndNext bool
 }
 
 // PartWriter writes one output file atomically: nothing is visible at its

@@ -15,7 +15,8 @@ import (
 // writeSpanModel writes the tiny model with a random span head (and no
 // classifier head or extract template): every answer is then some span
 // or an abstention, which is all the invariance and offset checks need.
-func writeSpanModel(t testing.TB, dir string) {
+// endNext scores ends at the next row (generation.json span_end_next).
+func writeSpanModel(t testing.TB, dir string, endNext bool) {
 	t.Helper()
 	writeTinyModelHead(t, dir, false)
 	ck, err := engine.LoadCheckpoint(dir)
@@ -29,6 +30,7 @@ func writeSpanModel(t testing.TB, dir string) {
 	}
 	ck.Tensors[engine.HeadSpanW] = w
 	ck.Generation.Templates = nil
+	ck.Generation.SpanEndNext = endNext
 	if err := engine.SaveCheckpoint(dir, ck.Config, ck.Tensors, ck.Generation); err != nil {
 		t.Fatal(err)
 	}
@@ -39,11 +41,19 @@ func writeSpanModel(t testing.TB, dir string) {
 // [answer_start, answer_end) (multi-byte characters split across tokens,
 // documents truncated at max_tokens), abstentions have null offsets, and
 // rows are identical for 1 vs 2 workers, other pack sizes (a document
-// alone in its pack, or packed with others) and a shuffled resplit.
+// alone in its pack, or packed with others) and a shuffled resplit; for
+// ends scored at their own row and at the next one (over an appended
+// <eos>).
 func TestRealSpanExtract(t *testing.T) {
+	for _, endNext := range []bool{false, true} {
+		t.Run(fmt.Sprintf("endNext=%v", endNext), func(t *testing.T) { testRealSpanExtract(t, endNext) })
+	}
+}
+
+func testRealSpanExtract(t *testing.T, endNext bool) {
 	tmp := t.TempDir()
 	model := filepath.Join(tmp, "model")
-	writeSpanModel(t, model)
+	writeSpanModel(t, model, endNext)
 	docs := genDocs(60, 4)
 	inA := filepath.Join(tmp, "a")
 	writeShards(t, inA, docs, 3)

@@ -531,6 +531,7 @@ type spanTask struct {
 	question  string
 	whole     bool // answers widened to whole words (engine.SpanText)
 	oneLine   bool // answers kept on one line (engine.SpanLines)
+	endNext   bool // ends scored at the next row, <eos> appended (engine.SpanLogitRows)
 	warn      []string
 
 	// pieces[id] is tok.Decode([]int32{id}), built once per task: prepare
@@ -567,7 +568,7 @@ func newSpanExtract(j *jobs.Job, o SpanOptions) (task, []string, error) {
 	if j.Window > 0 {
 		ignored = append(ignored, "window") // the head reads the whole (kept) document
 	}
-	t := &spanTask{maxSpan: j.MaxSpan, threshold: o.Threshold + j.SpanThreshold, qIndex: -1, question: j.Question, whole: o.WholeWords, oneLine: o.OneLine}
+	t := &spanTask{maxSpan: j.MaxSpan, threshold: o.Threshold + j.SpanThreshold, qIndex: -1, question: j.Question, whole: o.WholeWords, oneLine: o.OneLine, endNext: o.EndNext}
 	if len(ignored) > 0 {
 		t.warn = append(t.warn, "extract: the model has a span head, which reads its own fixed prompt and answers with spans: ignoring "+strings.Join(ignored, ", "))
 	}
@@ -587,7 +588,7 @@ func (t *spanTask) prepare(it *item, tok Tokenizer) error {
 	}
 	prompt := tok.Encode(engine.SpanPrompt(q))
 	doc := it.tokens[1:]
-	it.seqs = [][]int32{concat([]int32{BOS}, prompt, doc)}
+	it.seqs = [][]int32{concat([]int32{BOS}, prompt, doc, engine.SpanSeqTail(t.endNext))}
 	it.promptLen = 1 + len(prompt)
 	// byte offsets of the document's tokens: each decodes to its own bytes
 	// with a byte-level tokenizer; check it rather than report offsets
@@ -620,11 +621,11 @@ func (t *spanTask) run(w Worker, _ Tokenizer, pack []*item) error {
 			return fmt.Errorf("engine returned %d span logits for %d tokens", len(sp), n)
 		}
 		// [null, doc tokens...]: the null at the prompt's last token
-		k := n - it.promptLen + 1
+		k := n - it.promptLen + 1 - len(engine.SpanSeqTail(t.endNext))
 		start, end := make([]float64, k), make([]float64, k)
 		for j := 0; j < k; j++ {
-			r := it.promptLen - 1 + j
-			start[j], end[j] = float64(sp[2*r]), float64(sp[2*r+1])
+			rs, re := engine.SpanLogitRows(it.promptLen, j, t.endNext)
+			start[j], end[j] = float64(sp[2*rs]), float64(sp[2*re+1])
 		}
 		var lines *engine.SpanLines
 		if t.oneLine {

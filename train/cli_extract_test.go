@@ -12,8 +12,9 @@ import (
 	"github.com/onecore-dev/onecore/internal/testenv"
 )
 
-// TestCLIExtractTrainAndRun: `onecore train extract` trains a span head on
-// the synthetic code task from a random model, and `onecore extract --task
+// TestCLIExtractTrainAndRun: `onecore train extract` trains a span head
+// (ends scored at the next row) on the synthetic code task from a random
+// model, and `onecore extract --task
 // extract` with the checkpoint answers unseen documents by span: exact
 // match far above chance, every answer exactly the document's characters
 // [answer_start, answer_end), the same rows for 1 and 2 workers and other
@@ -27,6 +28,11 @@ func TestCLIExtractTrainAndRun(t *testing.T) {
 		"--max-tokens", "128", "--val-permille", "200", "--eval-every", "0", "--samples", "2", "--workers", "2")
 	if !strings.Contains(out, "held-out: exact match") || !strings.Contains(out, "extract sample") {
 		t.Fatalf("train extract output lacks the evaluation:\n%s", out)
+	}
+	// a new head scores ends at the row after the span, and extract reads
+	// them there (the exact match below fails otherwise)
+	if g, err := os.ReadFile(filepath.Join(ck, "generation.json")); err != nil || !strings.Contains(string(g), `"span_end_next": true`) {
+		t.Fatalf("generation.json without span_end_next (%v):\n%s", err, g)
 	}
 
 	// unseen documents, with ids

@@ -23,7 +23,10 @@
 // and an end logit from the final normed hidden state of `<bos> Question:
 // {question}\n` + document — question first so a causal model's document
 // states have seen it — with "not present" as a null span at the last
-// prompt token; loss is cross-entropy over {null} ∪ document positions for
+// prompt token. A span's end is scored at the row after its last token (an
+// <eos> follows the document), whose state has seen the token that closes
+// the field; at the last token itself a causal state cannot know the field
+// ends there (engine.SpanLogitRows). Loss is cross-entropy over {null} ∪ document positions for
 // start and end, and decoding picks the best s ≤ e within a max span
 // against null + threshold, so answers are substrings by construction.
 // Extract (extract.go, `onecore train extract`) trains it on {text,

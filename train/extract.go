@@ -102,8 +102,9 @@ type ExtractReport struct {
 
 // spanDoc is one training or held-out example.
 type spanDoc struct {
-	ids       []int32 // <bos> + prompt + document tokens
+	ids       []int32 // <bos> + prompt + document tokens (+ <eos> when endNext)
 	promptLen int     // tokens before the document (<bos> included); the null logit is at promptLen−1
+	endNext   bool    // ends scored at the next row (engine.SpanLogitRows)
 	ts, te    int     // target document token positions, or SpanNull
 	text      string  // the document (for decoding answers)
 	offs      [][2]int
@@ -272,6 +273,12 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 	gen.Labels = nil           // head.cls is not carried over
 	gen.SpanWholeWords = false // decided from this run's data below
 	gen.SpanOneLine = false
+	// A new head scores ends at the row after the span (engine.SpanLogitRows);
+	// a continued head keeps the rows it was trained on.
+	if _, ok := ck.Tensors[engine.HeadSpanW]; !ok {
+		gen.SpanEndNext = true
+	}
+	tail := engine.SpanSeqTail(gen.SpanEndNext)
 
 	var docs []spanDoc
 	var hs []uint64
@@ -309,7 +316,7 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 		if err != nil {
 			return fmt.Errorf("data %s: line %d: %w", file, line, err)
 		}
-		d := spanDoc{ids: append(append([]int32(nil), pr...), ids...), promptLen: len(pr), ts: SpanNull, te: SpanNull,
+		d := spanDoc{ids: concatIDs(pr, ids, tail), promptLen: len(pr), endNext: gen.SpanEndNext, ts: SpanNull, te: SpanNull,
 			text: r.Text, offs: TokenByteOffsets(lens), question: q}
 		if present && AmbiguousSpanAnswer(r.Text, r.Answer) {
 			ambiguous++ // trained at its first occurrence, which may not be the one meant
@@ -527,23 +534,42 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 	return rep, nil
 }
 
-// spanRows returns the pass rows of d's logits (relative to its first
-// row): the null at promptLen−1, then every document token.
-func spanRows(d *spanDoc) (first, n int) { return d.promptLen - 1, len(d.ids) - d.promptLen + 1 }
+// spanRows returns the first pass row of d's logits (relative to d's first
+// row; the null at promptLen−1) and the length of the [null, doc...]
+// layout (the appended <eos> is no entry of its own).
+func spanRows(d *spanDoc) (first, n int) {
+	return d.promptLen - 1, len(d.ids) - d.promptLen + 1 - len(engine.SpanSeqTail(d.endNext))
+}
 
 // spanLogitsOf writes the start and end logits of doc d (rows of hf from
-// row off) laid out [null, doc...] into start and end.
+// row off) laid out [null, doc...] into start and end, each from the row
+// engine.SpanLogitRows names.
 func spanLogitsOf[T Float](w, hf []T, D, off int, d *spanDoc, start, end []float64) {
-	first, n := spanRows(d)
+	_, n := spanRows(d)
 	for j := 0; j < n; j++ {
-		h := hf[(off+first+j)*D : (off+first+j+1)*D]
-		var s, e float64
-		for i, x := range h {
-			s += float64(x) * float64(w[2*i])
-			e += float64(x) * float64(w[2*i+1])
-		}
-		start[j], end[j] = s, e
+		rs, re := engine.SpanLogitRows(d.promptLen, j, d.endNext)
+		start[j] = headDot(hf[(off+rs)*D:(off+rs+1)*D], w, 0)
+		end[j] = headDot(hf[(off+re)*D:(off+re+1)*D], w, 1)
 	}
+}
+
+// headDot is h · column col of the [D × 2] span head, in float64 and
+// index order (the engine's spanLogits sums the same way).
+func headDot[T Float](h, w []T, col int) float64 {
+	var s float64
+	for i, x := range h {
+		s += float64(x) * float64(w[2*i+col])
+	}
+	return s
+}
+
+// concatIDs joins token id slices into a new one.
+func concatIDs(parts ...[]int32) []int32 {
+	var out []int32
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
 }
 
 // spanHeadLoss is the mean span cross-entropy (SpanLoss) of a packed batch
@@ -566,24 +592,31 @@ func spanHeadLoss[T Float](p *Params[T], hf []T, batch []spanDoc, norm int) (flo
 	off := 0
 	for k := range batch {
 		d := &batch[k]
-		first, n := spanRows(d)
+		_, n := spanRows(d)
 		start, end := make([]float64, n), make([]float64, n)
 		gs, ge := make([]float64, n), make([]float64, n)
 		spanLogitsOf(w, hf, D, off, d, start, end)
 		loss += SpanLoss(start, end, d.ts, d.te, gs, ge) * inv
+		// a row may score one entry's start and the previous entry's end
+		// (endNext), so its gradient is accumulated from both
 		for j := 0; j < n; j++ {
-			r := off + first + j
-			h := hf[r*D : (r+1)*D]
-			g0, g1 := gs[j]*inv, ge[j]*inv
-			for i, x := range h {
-				gw[2*i] += T(float64(x) * g0)
-				gw[2*i+1] += T(float64(x) * g1)
-				dhf[r*D+i] = T(g0*float64(w[2*i]) + g1*float64(w[2*i+1]))
-			}
+			rs, re := engine.SpanLogitRows(d.promptLen, j, d.endNext)
+			headBackward(hf, gw, w, dhf, D, off+rs, 0, gs[j]*inv)
+			headBackward(hf, gw, w, dhf, D, off+re, 1, ge[j]*inv)
 		}
 		off += len(d.ids)
 	}
 	return loss, dhf
+}
+
+// headBackward adds the gradient g of one logit (row r of hf, head column
+// col) to the head's gradient gw and to the row's dhf.
+func headBackward[T Float](hf, gw, w, dhf []T, D, r, col int, g float64) {
+	h := hf[r*D : (r+1)*D]
+	for i, x := range h {
+		gw[2*i+col] += T(float64(x) * g)
+		dhf[r*D+i] += T(g * float64(w[2*i+col]))
+	}
 }
 
 // evalSpans decodes every held-out document (packs of documents spread

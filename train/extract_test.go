@@ -18,8 +18,9 @@ import (
 
 // TestGradSpanHead holds the span loss's gradient, through the head and
 // the whole body (MoE, linear attention, SWA), against finite differences:
-// three packed documents with a span target, a null target and a
-// one-token answer.
+// packed documents with a span target, a null target and a one-token
+// answer, with ends scored at their own row and at the next one (the
+// last document token's end at the appended <eos>).
 func TestGradSpanHead(t *testing.T) {
 	c := tinyConfig(true)
 	p := NewParams[float64](ExtractParamSpecs(c))
@@ -38,6 +39,11 @@ func TestGradSpanHead(t *testing.T) {
 		{ids: []int32{1, 5, 6, 7, 9, 10, 11}, promptLen: 3, ts: 1, te: 3},
 		{ids: []int32{1, 5, 8, 4, 4}, promptLen: 3, ts: SpanNull, te: SpanNull},
 		{ids: []int32{1, 5, 6, 12, 3, 14}, promptLen: 2, ts: 2, te: 2},
+		// ends scored at the next row, over an appended <eos>: a span
+		// ending at the document's last token, and a null
+		{ids: []int32{1, 5, 6, 7, 9, engine.EosID}, promptLen: 3, endNext: true, ts: 0, te: 1},
+		{ids: []int32{1, 5, 7, 8, engine.EosID}, promptLen: 2, endNext: true, ts: SpanNull, te: SpanNull},
+		{ids: []int32{1, 5, 6, 13, 9, 10, engine.EosID}, promptLen: 2, endNext: true, ts: 0, te: 0},
 	}
 	var ids []int32
 	for _, d := range batch {
