@@ -27,8 +27,11 @@ type Model struct {
 	clsQ    []float32
 	nLabels int
 
-	// Span-extraction head (nil without head.span.w): fp32 [D×2], bias [2].
+	// Span-extraction head (nil without head.span.w): fp32 [D×2], bias [2];
+	// spanCols holds its start column then its end column, each contiguous
+	// (what the SIMD dot products of spanLogits read).
 	spanW, spanB []float32
+	spanCols     []float32
 
 	// RoPE inverse frequencies (float64, exact to the spec's formula) and
 	// cos/sin tables for positions below ropeN, shared by all instances.
@@ -190,6 +193,10 @@ func NewModelFor(ck *Checkpoint, kern amx.Kernel) (*Model, error) {
 			return nil, fmt.Errorf("tensor %q: %d values, want %d", HeadSpanW, len(w), 2*D)
 		}
 		m.spanW = w
+		m.spanCols = make([]float32, 2*D)
+		for d := 0; d < D; d++ {
+			m.spanCols[d], m.spanCols[D+d] = w[2*d], w[2*d+1]
+		}
 		m.spanB = ck.Tensors[HeadSpanB]
 		if m.spanB == nil {
 			m.spanB = make([]float32, 2)
