@@ -70,6 +70,7 @@ type Instance struct {
 	ropeTmp []float32
 
 	lpTile, lpRow []float32
+	touch         emb16Sink // keeps setupPieces' prefetching loads
 
 	// export receives, per segment of the pass (nil: none), the decode
 	// state at the end of the document.
@@ -254,6 +255,21 @@ func (in *Instance) setupPieces(ps []piece) {
 	in.reserve(n, maxPos)
 	D := in.m.Cfg.DModel
 	t0 := in.tick()
+	// Touch every embedding row's cache lines first: the loads are
+	// independent, so the core keeps many misses in flight, where the
+	// converting loop below would meet them one row at a time (a random
+	// row of a 4 MB table is rarely cached; this was 2.4 % of a narrow
+	// model's extraction).
+	var touch emb16Sink
+	for _, p := range ps {
+		for _, tok := range p.toks {
+			row := in.m.emb[int(tok)*D : (int(tok)+1)*D]
+			for c := 0; c < D; c += 32 {
+				touch ^= emb16Sink(row[c])
+			}
+		}
+	}
+	in.touch = touch
 	r := 0
 	for _, p := range ps {
 		for i, tok := range p.toks {
@@ -326,3 +342,7 @@ func (in *Instance) mlp(lw *layerWeights) {
 	ep.Accumulate = true
 	in.matmul(in.n, in.hid, F, lw.down, in.h, D, ep)
 }
+
+// emb16Sink is where setupPieces' prefetching loads end up, so the
+// compiler keeps them.
+type emb16Sink uint16
