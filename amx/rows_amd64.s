@@ -98,82 +98,88 @@ sbtail:
 	VZEROUPPER
 	RET
 
-// func rmsNormRows512(dst *float32, dstBF16 *BF16, x, gain *float32, rows, rowLen, group int, eps float32)
-// group is a multiple of 16 dividing rowLen; dst and dstBF16 may be nil.
-// Per group: inv = float32(1/sqrt(float64(Σx²/group + eps))) (Σ in 2×16
-// lanes, fixed order), y = x·inv·g.
-TEXT ·rmsNormRows512(SB), NOSPLIT, $0-60
-	MOVQ dst+0(FP), DI
-	MOVQ dstBF16+8(FP), R9
-	MOVQ x+16(FP), SI
-	MOVQ gain+24(FP), R10
-	MOVQ rows+32(FP), R11
-	MOVQ rowLen+40(FP), R12
-	MOVQ group+48(FP), R13
-	VMOVSS eps+56(FP), X20
-	VCVTSI2SSQ R13, X21, X21
-	VMOVSD rowc<>+16(SB), X22
-	BFCONST
-rnrow:
-	MOVQ R10, R14
-	MOVQ R12, R15
-rngroup:
-	// Σx² in two accumulators (even and odd vectors) to halve the FMA
-	// latency chain, added at the end; an odd count starts with one.
+// func sumSqGroups512(out, x *float32, units, group int)
+// group is a multiple of 16. out[u] = Σx² over x[u·group : (u+1)·group],
+// in 2×16 lanes (even and odd vectors, an odd count starting with one),
+// added and reduced by HSUM: the order rmsInv's callers have always used.
+TEXT ·sumSqGroups512(SB), NOSPLIT, $0-32
+	MOVQ out+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ units+16(FP), R11
+	MOVQ group+24(FP), R13
+ssunit:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z3, Z3, Z3
 	MOVQ R13, CX
 	SHRQ $4, CX
-	MOVQ SI, AX
 	TESTQ $1, CX
-	JZ   rnss2
-	VMOVUPS (AX), Z2
+	JZ   ss2
+	VMOVUPS (SI), Z2
 	VFMADD231PS Z2, Z2, Z0
-	ADDQ $64, AX
+	ADDQ $64, SI
 	DECQ CX
-	JZ   rnsum
-rnss2:
-	VMOVUPS (AX), Z2
-	VMOVUPS 64(AX), Z1
+	JZ   sssum
+ss2:
+	VMOVUPS (SI), Z2
+	VMOVUPS 64(SI), Z1
 	VFMADD231PS Z2, Z2, Z0
 	VFMADD231PS Z1, Z1, Z3
-	ADDQ $128, AX
+	ADDQ $128, SI
 	SUBQ $2, CX
-	JNZ  rnss2
-rnsum:
+	JNZ  ss2
+sssum:
 	VADDPS Z3, Z0, Z0
 	HSUM
-	VDIVSS X21, X0, X0
-	VADDSS X20, X0, X0
-	VCVTSS2SD X0, X0, X0
-	VSQRTSD X0, X0, X0
-	VDIVSD X0, X22, X0
-	VCVTSD2SS X0, X0, X0
-	VBROADCASTSS X0, Z1
+	VMOVSS X0, (DI)
+	ADDQ $4, DI
+	DECQ R11
+	JNZ  ssunit
+	VZEROUPPER
+	RET
+
+// func scaleGroups512(dst *float32, dstBF16 *BF16, x, gain, inv *float32, rows, rowLen, group int)
+// group is a multiple of 16 dividing rowLen; dst and dstBF16 may be nil.
+// y = x·inv[u]·g per group u (in row order), the gain restarting each row.
+TEXT ·scaleGroups512(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), DI
+	MOVQ dstBF16+8(FP), R9
+	MOVQ x+16(FP), SI
+	MOVQ gain+24(FP), R10
+	MOVQ inv+32(FP), R8
+	MOVQ rows+40(FP), R11
+	MOVQ rowLen+48(FP), R12
+	MOVQ group+56(FP), R13
+	BFCONST
+sgrow:
+	MOVQ R10, R14
+	MOVQ R12, R15
+sggroup:
+	VBROADCASTSS (R8), Z1
+	ADDQ $4, R8
 	MOVQ R13, CX
 	SHRQ $4, CX
-rnscale:
+sgscale:
 	VMULPS (SI), Z1, Z2
 	VMULPS (R14), Z2, Z2
 	TESTQ DI, DI
-	JZ   rnnof
+	JZ   sgnof
 	VMOVUPS Z2, (DI)
 	ADDQ $64, DI
-rnnof:
+sgnof:
 	TESTQ R9, R9
-	JZ   rnnob
+	JZ   sgnob
 	BF16(Z2, Z5)
 	VPMOVDW Z5, (R9)
 	ADDQ $32, R9
-rnnob:
+sgnob:
 	ADDQ $64, SI
 	ADDQ $64, R14
 	DECQ CX
-	JNZ  rnscale
+	JNZ  sgscale
 	SUBQ R13, R15
-	JNZ  rngroup
+	JNZ  sggroup
 	DECQ R11
-	JNZ  rnrow
+	JNZ  sgrow
 	VZEROUPPER
 	RET
 

@@ -26,6 +26,9 @@ func TestRMSNormRows(t *testing.T) {
 	cases := []struct{ group, perRow, rows int }{
 		{256, 1, 1}, {256, 1, 7}, {32, 8, 1}, {32, 8, 5}, {16, 3, 4}, {48, 2, 3},
 		{64, 1, 2}, {8, 4, 3}, {20, 2, 2}, {1, 5, 2}, // not whole vectors: per-group path
+		// the AVX-512 path's blocks of 64 groups: several, a ragged last
+		// one, and rows wider than a block
+		{128, 1, 150}, {32, 4, 37}, {16, 80, 2},
 	}
 	for _, c := range cases {
 		rowLen := c.group * c.perRow
