@@ -25,8 +25,10 @@ construction, with its character offsets.
 
 The model reads <bos> "Question: {question}\n" followed by the document's
 first --max-tokens − 1 tokens: the question comes first so that, in a causal
-model, every document token has seen it. From each document token's final
-RMSNorm output the head scores a start and an end (head.span.w [d_model, 2]);
+model, every document token has seen it. From the final RMSNorm output the
+head scores each document token's start at its own position and its end at
+the next one (an <eos> follows the document), which has seen the token that
+closes the field (head.span.w [d_model, 2]; generation.json span_end_next);
 "not present" is scored by the same head at the prompt's last token. The loss
 is cross-entropy over {not present} ∪ document tokens, for the start and for
 the end; decoding takes the best start ≤ end within --max-span tokens, or
