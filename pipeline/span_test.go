@@ -195,9 +195,25 @@ func TestExtractModelChecks(t *testing.T) {
 		t.Fatalf("span threshold: %T %v, want the model's 0.75 shifted by -0.25", tk, err)
 	}
 	// the checkpoint's decoding rules reach the task
-	if st := tk.(*spanTask); !st.whole || !st.oneLine {
-		t.Fatalf("span task whole words %v, one line %v; want both from the model", st.whole, st.oneLine)
+	if st := tk.(*spanTask); !st.whole || !st.oneLine || st.endNext {
+		t.Fatalf("span task whole words %v, one line %v, end next %v; want the model's true, true, false", st.whole, st.oneLine, st.endNext)
 	}
+	// a head trained before span_end_next is decoded as trained, with a
+	// warning to retrain; a current one warns of nothing
+	if !strings.Contains(warns(tk), "retrain") {
+		t.Fatalf("old-layout span head: warnings %q, want a retrain hint", warns(tk))
+	}
+	tk, _, err = newTask(job(nil), spanLMNext{&fakeModel{}}, byteTok{})
+	if st, ok := tk.(*spanTask); err != nil || !ok || !st.endNext || warns(tk) != "" {
+		t.Fatalf("current span head: %T %v, warnings %q", tk, err, warns(tk))
+	}
+}
+
+// spanLMNext has a span head that scores ends at the next row.
+type spanLMNext struct{ *fakeModel }
+
+func (spanLMNext) SpanHead() (bool, SpanOptions) {
+	return true, SpanOptions{Threshold: 0.75, WholeWords: true, OneLine: true, EndNext: true}
 }
 
 // fixedGen is a worker whose every generation is the same tokens.
