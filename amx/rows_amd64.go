@@ -123,20 +123,14 @@ const rmsBlockUnits = 64
 // kernel's time at 128 floats per row). Results are bit-identical: the
 // same sums in the same order, the same rmsInv.
 func rmsNormRows512(dst []float32, dstBF16 []BF16, x, g []float32, group int, eps float32) {
-	perRow := len(g) / group
-	var ssArr, invArr [rmsBlockUnits]float32
-	ss, inv := ssArr[:], invArr[:]
-	if perRow > rmsBlockUnits { // rows wider than a block: one row at a time
-		ss, inv = make([]float32, perRow), make([]float32, perRow)
-	}
-	rmsNormRowsBlocks(dst, dstBF16, x, g, group, eps, max(1, rmsBlockUnits/perRow), ss, inv)
-}
-
-// rmsNormRowsBlocks runs rmsNormRows512's passes over blocks of rows rows;
-// ss and inv hold rows·len(g)/group values.
-func rmsNormRowsBlocks(dst []float32, dstBF16 []BF16, x, g []float32, group int, eps float32, rows int, ss, inv []float32) {
 	rowLen := len(g)
 	perRow := rowLen / group
+	rows := max(1, rmsBlockUnits/perRow) // rows wider than a block: one at a time
+	var ssArr, invArr [rmsBlockUnits]float32
+	ss, inv := ssArr[:], invArr[:]
+	if perRow > rmsBlockUnits {
+		ss, inv = make([]float32, perRow), make([]float32, perRow)
+	}
 	for o := 0; o < len(x); o += rows * rowLen {
 		nr := min(rows, (len(x)-o)/rowLen)
 		units := nr * perRow

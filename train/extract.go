@@ -13,6 +13,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -316,7 +317,7 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 		if err != nil {
 			return fmt.Errorf("data %s: line %d: %w", file, line, err)
 		}
-		d := spanDoc{ids: concatIDs(pr, ids, tail), promptLen: len(pr), endNext: gen.SpanEndNext, ts: SpanNull, te: SpanNull,
+		d := spanDoc{ids: slices.Concat(pr, ids, tail), promptLen: len(pr), endNext: gen.SpanEndNext, ts: SpanNull, te: SpanNull,
 			text: r.Text, offs: TokenByteOffsets(lens), question: q}
 		if present && AmbiguousSpanAnswer(r.Text, r.Answer) {
 			ambiguous++ // trained at its first occurrence, which may not be the one meant
@@ -534,18 +535,18 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 	return rep, nil
 }
 
-// spanRows returns the first pass row of d's logits (relative to d's first
-// row; the null at promptLen−1) and the length of the [null, doc...]
-// layout (the appended <eos> is no entry of its own).
-func spanRows(d *spanDoc) (first, n int) {
-	return d.promptLen - 1, len(d.ids) - d.promptLen + 1 - len(engine.SpanSeqTail(d.endNext))
+// spanLen returns the length of d's [null, doc...] logit layout (the
+// appended <eos> is no entry of its own; engine.SpanLogitRows gives each
+// entry's rows).
+func spanLen(d *spanDoc) int {
+	return len(d.ids) - d.promptLen + 1 - len(engine.SpanSeqTail(d.endNext))
 }
 
 // spanLogitsOf writes the start and end logits of doc d (rows of hf from
 // row off) laid out [null, doc...] into start and end, each from the row
 // engine.SpanLogitRows names.
 func spanLogitsOf[T Float](w, hf []T, D, off int, d *spanDoc, start, end []float64) {
-	_, n := spanRows(d)
+	n := spanLen(d)
 	for j := 0; j < n; j++ {
 		rs, re := engine.SpanLogitRows(d.promptLen, j, d.endNext)
 		start[j] = headDot(hf[(off+rs)*D:(off+rs+1)*D], w, 0)
@@ -554,22 +555,13 @@ func spanLogitsOf[T Float](w, hf []T, D, off int, d *spanDoc, start, end []float
 }
 
 // headDot is h · column col of the [D × 2] span head, in float64 and
-// index order (the engine's spanLogits sums the same way).
+// index order (the engine's float32 SIMD logits agree to ~1e-6).
 func headDot[T Float](h, w []T, col int) float64 {
 	var s float64
 	for i, x := range h {
 		s += float64(x) * float64(w[2*i+col])
 	}
 	return s
-}
-
-// concatIDs joins token id slices into a new one.
-func concatIDs(parts ...[]int32) []int32 {
-	var out []int32
-	for _, p := range parts {
-		out = append(out, p...)
-	}
-	return out
 }
 
 // spanHeadLoss is the mean span cross-entropy (SpanLoss) of a packed batch
@@ -592,7 +584,7 @@ func spanHeadLoss[T Float](p *Params[T], hf []T, batch []spanDoc, norm int) (flo
 	off := 0
 	for k := range batch {
 		d := &batch[k]
-		_, n := spanRows(d)
+		n := spanLen(d)
 		start, end := make([]float64, n), make([]float64, n)
 		gs, ge := make([]float64, n), make([]float64, n)
 		spanLogitsOf(w, hf, D, off, d, start, end)
@@ -653,7 +645,7 @@ func evalSpans(ctx context.Context, dp *dataParallel, docs []spanDoc, maxSpan, s
 			off := 0
 			for k := i; k < j; k++ {
 				d := &docs[k]
-				_, n := spanRows(d)
+				n := spanLen(d)
 				start, end := make([]float64, n), make([]float64, n)
 				spanLogitsOf(w.p.W(engine.HeadSpanW), hf, D, off, d, start, end)
 				var lines *engine.SpanLines
