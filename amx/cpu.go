@@ -7,6 +7,8 @@ type CPUInfo struct {
 	Vendor, Model string
 	// Instruction sets (CPUID).
 	AVX2, FMA, AVX512F, AVX512BW, AVX512BF16, AMXTile, AMXBF16 bool
+	// AVX512VNNI: VPDPBUSD, the int8 dot product of the int8 weight path.
+	AVX512VNNI bool
 	// XCR0 is the extended-control register: which register state the OS
 	// saves. OSAVX: bits 1-2; OSAVX512: bits 5-7; OSAMX: bits 17-18.
 	XCR0                   uint64

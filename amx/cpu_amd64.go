@@ -51,10 +51,11 @@ func detectCPU() {
 			c.XCR0 = uint64(hi)<<32 | uint64(lo)
 		}
 		if maxLeaf >= 7 {
-			eax7, ebx7, _, edx7 := cpuid(7, 0)
+			eax7, ebx7, ecx7, edx7 := cpuid(7, 0)
 			c.AVX2 = avx && ebx7&(1<<5) != 0
 			c.AVX512F = ebx7&(1<<16) != 0
 			c.AVX512BW = ebx7&(1<<30) != 0
+			c.AVX512VNNI = ecx7&(1<<11) != 0
 			c.AMXBF16 = edx7&(1<<22) != 0
 			c.AMXTile = edx7&(1<<24) != 0
 			if eax7 >= 1 {

@@ -15,6 +15,8 @@ type Matrix struct {
 	// f32 holds weights widened to fp32 for kernels that want them
 	// (generic, avx2), row-major [K][N].
 	f32 []float32
+	// q8 holds int8 weights instead (PackQ8); bf16 and f32 are then empty.
+	q8 *q8Weights
 }
 
 // Pack packs the row-major K×N matrix b (row stride ldb ≥ n) for the
@@ -100,6 +102,10 @@ func MatMul(m int, a []BF16, lda int, b *Matrix, c []float32, ldc int, ep *Epilo
 		panic("amx: MatMul with neither C nor OutBF16")
 	}
 	checkEpilogue(m, b.N, ep)
+	if b.q8 != nil {
+		matmulQ8(m, a, lda, b, c, ldc, ep)
+		return
+	}
 	matmulImpl[b.Kernel](m, a, lda, b, c, ldc, ep)
 }
 

@@ -36,6 +36,10 @@ type dpArgs struct {
 	ldo   uintptr        // OutBF16 row stride, bytes
 	acc   unsafe.Pointer // partial sums, 64 fp32 per row (fLoadAcc, fRawStore)
 	pf    unsafe.Pointer // packed B the next call will read (fPrefetch)
+	// The int8 path's (dpbusdPanel) dequantization; unused by dpbf16Panel.
+	rs   unsafe.Pointer // row scales at this block's first row
+	comp unsafe.Pointer // q8Weights.comp at the panel's first column
+	ws   unsafe.Pointer // q8Weights.scale at the panel's first column
 }
 
 // Epilogue flags, as in amx/_gen/avx512.go.

@@ -19,6 +19,12 @@ func testModel(t testing.TB, cfg *Config, seed uint64) *Model {
 // testModelFor is testModel packed for kernel kern.
 func testModelFor(t testing.TB, cfg *Config, seed uint64, kern amx.Kernel) *Model {
 	t.Helper()
+	return testModelWith(t, cfg, seed, kern, ModelOptions{})
+}
+
+// testModelWith is testModelFor packed as opts says.
+func testModelWith(t testing.TB, cfg *Config, seed uint64, kern amx.Kernel, opts ModelOptions) *Model {
+	t.Helper()
 	if cfg == nil {
 		cfg = smallConfig()
 	}
@@ -56,7 +62,7 @@ func testModelFor(t testing.TB, cfg *Config, seed uint64, kern amx.Kernel) *Mode
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := NewModelFor(ck, kern)
+	m, err := NewModelWith(ck, kern, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,9 @@ type Model struct {
 	Cfg    Config
 	Kernel amx.Kernel
 	Gen    *Generation // may be nil
+	// Int8 is true when the layers' weight matrices were quantized to
+	// int8 (ModelOptions.Int8): faster, no longer the exact model.
+	Int8 bool
 
 	emb    []amx.BF16  // [V×D] row-major: token embeddings
 	readT  *amx.Matrix // Eᵀ packed: D×V, the tied readout
@@ -66,6 +69,23 @@ func NewModel(ck *Checkpoint) (*Model, error) { return NewModelFor(ck, amx.Selec
 
 // NewModelFor packs ck's weights for kernel kern.
 func NewModelFor(ck *Checkpoint, kern amx.Kernel) (*Model, error) {
+	return NewModelWith(ck, kern, ModelOptions{})
+}
+
+// ModelOptions are how NewModelWith packs a checkpoint.
+type ModelOptions struct {
+	// Int8 quantizes every layer's weight matrices (attention and linear
+	// attention projections, MLP, experts) to int8 per output column, and
+	// their inputs to int8 per row at each product (amx.PackQ8): about
+	// 1.5-1.8× faster products where the CPU has AVX-512 VNNI, at the
+	// price of a small quantization error, so outputs are no longer the
+	// exact model's (still batch invariant). Embeddings, norms, the
+	// attention scores, the readout and the heads stay as they are.
+	Int8 bool
+}
+
+// NewModelWith packs ck's weights for kernel kern as opts says.
+func NewModelWith(ck *Checkpoint, kern amx.Kernel, opts ModelOptions) (*Model, error) {
 	if !kern.Supported() {
 		return nil, fmt.Errorf("kernel %v not supported on this CPU/build", kern)
 	}
@@ -84,7 +104,7 @@ func NewModelFor(ck *Checkpoint, kern amx.Kernel) (*Model, error) {
 		return v, nil
 	}
 	D := cfg.DModel
-	m := &Model{Cfg: cfg, Kernel: kern, Gen: ck.Generation}
+	m := &Model{Cfg: cfg, Kernel: kern, Gen: ck.Generation, Int8: opts.Int8}
 	e, err := get("emb", cfg.VocabSize*D)
 	if err != nil {
 		return nil, err
@@ -105,6 +125,19 @@ func NewModelFor(ck *Checkpoint, kern amx.Kernel) (*Model, error) {
 			}
 			parts = append(parts, v)
 			n += len(v) / k
+		}
+		if opts.Int8 {
+			// quantized from the fp32 weights, not from their bf16 rounding
+			buf := make([]float32, k*n)
+			col := 0
+			for _, p := range parts {
+				w := len(p) / k
+				for r := 0; r < k; r++ {
+					copy(buf[r*n+col:r*n+col+w], p[r*w:(r+1)*w])
+				}
+				col += w
+			}
+			return amx.PackQ8(kern, k, n, buf, n), nil
 		}
 		buf := make([]amx.BF16, k*n)
 		col := 0
@@ -165,8 +198,14 @@ func NewModelFor(ck *Checkpoint, kern amx.Kernel) (*Model, error) {
 				return nil, err
 			}
 			for x := 0; x < E; x++ {
-				lw.expUp = append(lw.expUp, amx.PackFor(kern, nil, D, F, toBF16(up[x*D*F:(x+1)*D*F]), F))
-				lw.expDown = append(lw.expDown, amx.PackFor(kern, nil, F, D, toBF16(down[x*F*D:(x+1)*F*D]), D))
+				u, d := up[x*D*F:(x+1)*D*F], down[x*F*D:(x+1)*F*D]
+				if opts.Int8 {
+					lw.expUp = append(lw.expUp, amx.PackQ8(kern, D, F, u, F))
+					lw.expDown = append(lw.expDown, amx.PackQ8(kern, F, D, d, D))
+					continue
+				}
+				lw.expUp = append(lw.expUp, amx.PackFor(kern, nil, D, F, toBF16(u), F))
+				lw.expDown = append(lw.expDown, amx.PackFor(kern, nil, F, D, toBF16(d), D))
 			}
 		} else {
 			if lw.up, err = pack(D, p+"mlp.w_up"); err != nil {

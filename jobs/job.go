@@ -133,6 +133,11 @@ type Job struct {
 	// fingerprint, so a limited output is never resumed by, or mixed with, a
 	// full run (that needs another --out or --force).
 	Limit int64 `yaml:"limit,omitempty" json:"limit,omitempty"`
+	// Int8 runs the model with its weight matrices quantized to int8
+	// (engine.ModelOptions.Int8): faster where the CPU has AVX-512 VNNI,
+	// outputs slightly different from the exact model's, so it is part of
+	// the fingerprint.
+	Int8 bool `yaml:"int8,omitempty" json:"int8,omitempty"`
 }
 
 // LoadFile reads a YAML job file. Unknown fields are errors naming the field,

@@ -3,9 +3,11 @@ package models
 import (
 	"bytes"
 	"io/fs"
+	"math"
 	"slices"
 	"testing"
 
+	"github.com/onecore-dev/onecore/amx"
 	"github.com/onecore-dev/onecore/engine"
 	"github.com/onecore-dev/onecore/engine/tokenizer"
 )
@@ -85,5 +87,67 @@ func TestBundledBasesLoad(t *testing.T) {
 	tb, errB := fs.ReadFile(b, "tokenizer.json")
 	if errA != nil || errB != nil || !bytes.Equal(ta, tb) {
 		t.Errorf("base and base-small tokenizers differ (errors %v, %v)", errA, errB)
+	}
+}
+
+// The bundled models run with int8 weights (engine.ModelOptions.Int8)
+// close to their exact selves on real text: the language models' mean
+// log-probability per token within 0.05 nats, the spam head's scores
+// within 0.05 and its label unchanged.
+func TestBundledInt8(t *testing.T) {
+	texts := []string{
+		"Dear friend, you have been selected to receive a free prize. Click the link below to claim your reward today!",
+		"Hi Bob,\n\nthe build on the release branch fails since yesterday's merge; could you have a look at the linker error?\n\nThanks,\nAlice",
+		"Copyright: 2008-2012 Jane Doe <jane@example.org>\nLicense: GPL-2+",
+		"NAME\n       grep - print lines that match patterns",
+	}
+	for _, name := range []string{Base, BaseSmall, Spam} {
+		dir, err := BundledDir(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ck, err := engine.LoadCheckpoint(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := tokenizer.Load(dir + "/tokenizer.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var docs [][]int32
+		for _, s := range texts {
+			docs = append(docs, tok.Encode(s, true))
+		}
+		want := engine.Want{LogProbs: true, Classify: ck.NumLabels() > 0}
+		var res [2][]engine.Result
+		for i, q := range []bool{false, true} {
+			m, err := engine.NewModelWith(ck, amx.Selected(), engine.ModelOptions{Int8: q})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res[i], err = engine.NewInstance(m).Prefill(docs, want); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for d := range docs {
+			a, b := res[0][d], res[1][d]
+			var diff float64
+			for i := range a.LogProbs {
+				diff += float64(b.LogProbs[i]) - float64(a.LogProbs[i])
+			}
+			diff /= float64(len(a.LogProbs))
+			t.Logf("%s doc %d: int8 − exact mean log-prob %+.4f nats/token", name, d, diff)
+			if math.Abs(diff) > 0.05 {
+				t.Errorf("%s doc %d: int8 mean log-prob differs by %.4f nats/token, want ≤ 0.05", name, d, diff)
+			}
+			for i := range a.Class {
+				if math.Abs(float64(a.Class[i]-b.Class[i])) > 0.05 {
+					t.Errorf("%s doc %d: class score %d: exact %.4f, int8 %.4f", name, d, i, a.Class[i], b.Class[i])
+				}
+			}
+			if len(a.Class) > 0 && slices.Index(a.Class, slices.Max(a.Class)) != slices.Index(b.Class, slices.Max(b.Class)) {
+				t.Errorf("%s doc %d: label changed under int8: %v vs %v", name, d, a.Class, b.Class)
+			}
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/onecore-dev/onecore/amx"
 	"github.com/onecore-dev/onecore/engine"
 	"github.com/onecore-dev/onecore/engine/tokenizer"
 	"github.com/onecore-dev/onecore/jobs"
@@ -126,6 +127,11 @@ type EngineModel struct {
 // LoadModel loads a checkpoint directory: weights (packed once, shared by
 // every worker), generation settings and tokenizer.json.
 func LoadModel(dir string) (*EngineModel, Tokenizer, error) {
+	return LoadModelWith(dir, engine.ModelOptions{})
+}
+
+// LoadModelWith is LoadModel with the weights packed as opts says (int8).
+func LoadModelWith(dir string, opts engine.ModelOptions) (*EngineModel, Tokenizer, error) {
 	ck, err := engine.LoadCheckpoint(dir)
 	if err != nil {
 		return nil, nil, err
@@ -137,7 +143,7 @@ func LoadModel(dir string) (*EngineModel, Tokenizer, error) {
 	if tk.VocabSize() > ck.Config.VocabSize {
 		return nil, nil, fmt.Errorf("model %s: tokenizer.json has %d tokens but config.json vocab_size is %d", dir, tk.VocabSize(), ck.Config.VocabSize)
 	}
-	m, err := engine.NewModel(ck)
+	m, err := engine.NewModelWith(ck, amx.Selected(), opts)
 	if err != nil {
 		return nil, nil, err
 	}

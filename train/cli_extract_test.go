@@ -97,7 +97,39 @@ func TestCLIExtractTrainAndRun(t *testing.T) {
 		}
 	}
 
-	cmd := exec.Command(testenv.Binary(t), "extract", "--task", "extract", "--model", "spam", "--in", in, "--out", filepath.Join(work, "spam.jsonl"), "--question", "q?")
+	// int8 weights: still answers that are substrings at their offsets,
+	// the same bytes for any packing, nearly the exact model's answers;
+	// and a different job, so it never lands in the exact run's output
+	q1 := extract("q1", "--workers", "1", "--int8")
+	q2 := extract("q2", "--workers", "2", "--pack-tokens", "100", "--int8")
+	same := 0
+	for i, r := range test {
+		id := fmt.Sprintf("t%02d", i)
+		row := q1[id]
+		if fmt.Sprint(row) != fmt.Sprint(q2[id]) {
+			t.Fatalf("int8 %s: 1 worker %v, 2 workers %v", id, row, q2[id])
+		}
+		if row["answer"] == ref[id]["answer"] {
+			same++
+		}
+		if row["abstained"].(bool) {
+			continue
+		}
+		s, e := int(row["answer_start"].(float64)), int(row["answer_end"].(float64))
+		if rs := []rune(r["text"].(string)); string(rs[s:e]) != row["answer"].(string) {
+			t.Fatalf("int8 row %d: answer %q is not text[%d:%d]", i, row["answer"], s, e)
+		}
+	}
+	t.Logf("int8: %d of %d answers as the exact model's", same, len(test))
+	if same*10 < len(test)*9 {
+		t.Errorf("int8 gives the exact model's answer on %d of %d documents, want ≥ 90 %%", same, len(test))
+	}
+	cmd := exec.Command(testenv.Binary(t), "extract", "--task", "extract", "--model", ck, "--in", in, "--out", filepath.Join(work, "w1.jsonl"), "--question", "what is the code?", "--int8")
+	if b, err := cmd.CombinedOutput(); cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(b), "different job") {
+		t.Fatalf("--int8 into the exact run's output: %v, want exit 1 naming a different job\n%s", err, b)
+	}
+
+	cmd = exec.Command(testenv.Binary(t), "extract", "--task", "extract", "--model", "spam", "--in", in, "--out", filepath.Join(work, "spam.jsonl"), "--question", "q?")
 	b, err := cmd.CombinedOutput()
 	if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(b), "classifier") {
 		t.Fatalf("extract with the spam classifier: %v, want exit 1 naming the classifier\n%s", err, b)

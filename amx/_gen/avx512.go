@@ -21,6 +21,9 @@ const (
 	offLdo   = 112
 	offAcc   = 120
 	offPf    = 128
+	offRs    = 136 // int8 path: row scales of this block's first row
+	offComp  = 144 // int8 path: 128·column sums of Wq at the panel's first column
+	offWs    = 152 // int8 path: weight column scales likewise
 )
 
 // Epilogue flags (dpArgs.flags); keep in sync with the Go side.
@@ -45,6 +48,20 @@ const mr512 = 6
 
 func acc(r, z int) int { return 8 + 4*r + z }
 
+// variant selects the panel kernel the shared code emits: dpbf16Panel
+// (bf16 pairs, VDPBF16PS) or dpbusdPanel (the int8 path: quads of
+// unsigned activation bytes × signed weight bytes, VPDPBUSD, int32 sums
+// turned to fp32 before the epilogue).
+type variant struct {
+	name string
+	q8   bool
+}
+
+var (
+	bf16Variant = variant{name: "dpbf16Panel"}
+	q8Variant   = variant{name: "dpbusdPanel", q8: true}
+)
+
 var rowReg = [mr512]string{"R8", "R9", "R10", "R11", "R12", "R13"}
 
 // genAVX512 writes dpbf16Panel: one 64-column panel of C for all M rows.
@@ -53,6 +70,23 @@ var rowReg = [mr512]string{"R8", "R9", "R10", "R11", "R12", "R13"}
 // ascending order (then one zero-padded pair if K is odd), whichever row
 // block (6 rows or a 1..5-row tail) computes it: batch invariant.
 func genAVX512(a *asm) {
+	genPanel(a, bf16Variant)
+	genPanel(a, q8Variant)
+}
+
+// genPanel writes one panel kernel (see variant); the bf16 conversion
+// constants go with the first.
+func genPanel(a *asm, v variant) {
+	if v.q8 {
+		a.raw("\n// func dpbusdPanel(p *dpArgs)\nTEXT ·dpbusdPanel(SB), NOSPLIT, $0-8\n")
+	} else {
+		genBF16Consts(a)
+		a.raw("// func dpbf16Panel(p *dpArgs)\nTEXT ·dpbf16Panel(SB), NOSPLIT, $0-8\n")
+	}
+	genPanelBody(a, v)
+}
+
+func genBF16Consts(a *asm) {
 	a.raw(`// Constants for the round-to-nearest-even fp32→bf16 conversion.
 DATA bf16c<>+0(SB)/4, $1
 DATA bf16c<>+4(SB)/4, $0x7fff
@@ -62,7 +96,9 @@ DATA bf16c<>+16(SB)/4, $0x40
 GLOBL bf16c<>(SB), RODATA|NOPTR, $20
 
 `)
-	a.raw("// func dpbf16Panel(p *dpArgs)\nTEXT ·dpbf16Panel(SB), NOSPLIT, $0-8\n")
+}
+
+func genPanelBody(a *asm, v variant) {
 	a.i("MOVQ p+0(FP), DI")
 	a.i("MOVQ %d(DI), AX", offMask)
 	for z := 0; z < 4; z++ {
@@ -73,8 +109,8 @@ GLOBL bf16c<>(SB), RODATA|NOPTR, $20
 	a.i("MOVQ %d(DI), CX", offM)
 	a.i("CMPQ CX, $%d", mr512)
 	a.i("JLT tail")
-	block(a, mr512)
-	// Advance A, C and OutBF16 by mr512 rows.
+	block(a, mr512, v)
+	// Advance A, C and OutBF16 (and the row scales) by mr512 rows.
 	a.i("MOVQ %d(DI), AX", offLda)
 	a.i("IMULQ $%d, AX", mr512)
 	a.i("ADDQ AX, %d(DI)", offA)
@@ -85,6 +121,9 @@ GLOBL bf16c<>(SB), RODATA|NOPTR, $20
 	a.i("IMULQ $%d, AX", mr512)
 	a.i("ADDQ AX, %d(DI)", offOut)
 	a.i("ADDQ $%d, %d(DI)", mr512*256, offAcc)
+	if v.q8 {
+		a.i("ADDQ $%d, %d(DI)", mr512*4, offRs)
+	}
 	a.i("ANDQ $~%d, %d(DI)", fPrefetch, offFlags) // only the first block prefetches
 	a.i("SUBQ $%d, %d(DI)", mr512, offM)
 	a.i("JMP loop6")
@@ -96,7 +135,7 @@ GLOBL bf16c<>(SB), RODATA|NOPTR, $20
 	a.i("JMP done")
 	for mr := mr512 - 1; mr >= 1; mr-- {
 		a.label("rows%d", mr)
-		block(a, mr)
+		block(a, mr, v)
 		a.i("JMP done")
 	}
 	a.label("done")
@@ -105,7 +144,7 @@ GLOBL bf16c<>(SB), RODATA|NOPTR, $20
 }
 
 // block emits the full-K product and epilogue for mr rows at p.a.
-func block(a *asm, mr int) {
+func block(a *asm, mr int, v variant) {
 	t := fmt.Sprint(mr)
 	a.i("MOVQ %d(DI), R8", offA)
 	a.i("MOVQ %d(DI), BX", offLda)
@@ -161,26 +200,29 @@ func block(a *asm, mr int) {
 	// memory latency.
 	a.i("MOVQ %d(DI), AX", offPf)
 	a.label("kloopPF" + t)
-	kstep(a, mr, true)
+	kstep(a, mr, true, v)
 	a.i("JNZ kloopPF" + t)
 	a.i("JMP ktail" + t)
 	a.label("kloop" + t)
-	kstep(a, mr, false)
+	kstep(a, mr, false, v)
 	a.i("JNZ kloop" + t)
 	a.label("ktail" + t)
 	// Odd K: the last pair is (A[K-1], 0) against (B[K-1], 0): read A's
-	// last element alone so the row end is never overrun.
-	a.i("CMPQ %d(DI), $0", offKodd)
-	a.i("JEQ epi" + t)
-	for z := 0; z < 4; z++ {
-		a.i("VMOVUPS %d(SI), Z%d", 64*z, z)
-	}
-	for r := 0; r < mr; r++ {
-		ar := 4 + r&1
-		a.i("MOVWLZX (%s)(DX*1), R14", rowReg[r])
-		a.i("VPBROADCASTD R14, Z%d", ar)
+	// last element alone so the row end is never overrun. (The int8 path
+	// pads K to whole quads with zero weight rows: no tail.)
+	if !v.q8 {
+		a.i("CMPQ %d(DI), $0", offKodd)
+		a.i("JEQ epi" + t)
 		for z := 0; z < 4; z++ {
-			a.vdpbf16ps(acc(r, z), ar, z)
+			a.i("VMOVUPS %d(SI), Z%d", 64*z, z)
+		}
+		for r := 0; r < mr; r++ {
+			ar := 4 + r&1
+			a.i("MOVWLZX (%s)(DX*1), R14", rowReg[r])
+			a.i("VPBROADCASTD R14, Z%d", ar)
+			for z := 0; z < 4; z++ {
+				a.vdpbf16ps(acc(r, z), ar, z)
+			}
 		}
 	}
 	a.label("epi" + t)
@@ -195,13 +237,16 @@ func block(a *asm, mr int) {
 	}
 	a.i("JMP end" + t)
 	a.label("final" + t)
+	if v.q8 {
+		dequant(a, mr)
+	}
 	epilogue(a, mr)
 	a.label("end" + t)
 }
 
 // kstep emits one K-pair step of the register tile, ending with the
 // loop counter's DECQ (the caller emits the branch).
-func kstep(a *asm, mr int, prefetch bool) {
+func kstep(a *asm, mr int, prefetch bool, v variant) {
 	for z := 0; z < 4; z++ {
 		a.i("VMOVUPS %d(SI), Z%d", 64*z, z)
 	}
@@ -209,7 +254,12 @@ func kstep(a *asm, mr int, prefetch bool) {
 		ar := 4 + r&1
 		a.i("VPBROADCASTD (%s)(DX*1), Z%d", rowReg[r], ar)
 		for z := 0; z < 4; z++ {
-			a.vdpbf16ps(acc(r, z), ar, z)
+			if v.q8 {
+				// acc += Σ4 u8(A quad) · s8(B quad), Go operand order.
+				a.i("VPDPBUSD Z%d, Z%d, Z%d", z, ar, acc(r, z))
+			} else {
+				a.vdpbf16ps(acc(r, z), ar, z)
+			}
 		}
 		if prefetch && r < 4 {
 			a.i("PREFETCHT1 %d(AX)", 64*r)
@@ -224,6 +274,28 @@ func kstep(a *asm, mr int, prefetch bool) {
 	a.i("ADDQ $256, SI")
 	a.i("ADDQ $4, DX")
 	a.i("DECQ CX")
+}
+
+// dequant turns the int8 path's int32 sums into fp32, in the order of
+// the package comment: v = float32(acc − comp[j]) · ws[j] · rs[i]. comp
+// and ws are padded to whole panels, so their loads need no mask.
+func dequant(a *asm, mr int) {
+	a.i("MOVQ %d(DI), SI", offComp)
+	a.i("MOVQ %d(DI), AX", offWs)
+	a.i("MOVQ %d(DI), BX", offRs)
+	for z := 0; z < 4; z++ {
+		a.i("VMOVDQU32 %d(SI), Z%d", 64*z, z)
+		a.i("VMOVUPS %d(AX), Z%d", 64*z, 4+z)
+	}
+	for r := 0; r < mr; r++ {
+		for z := 0; z < 4; z++ {
+			v := acc(r, z)
+			a.i("VPSUBD Z%d, Z%d, Z%d", z, v, v)
+			a.i("VCVTDQ2PS Z%d, Z%d", v, v)
+			a.i("VMULPS Z%d, Z%d, Z%d", 4+z, v, v)
+			a.i("VMULPS.BCST %d(BX), Z%d, Z%d", 4*r, v, v)
+		}
+	}
 }
 
 // epilogue applies dpArgs.flags to the mr×64 accumulator tile, in the
