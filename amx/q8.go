@@ -3,6 +3,7 @@ package amx
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sync"
 )
 
@@ -131,6 +132,79 @@ func quantRowsGeneric(m int, a []BF16, lda, k int, dst []uint8, ldd int, scales 
 			out[kk] = 128
 		}
 	}
+}
+
+// q8Native is set by the amd64 init where the CPU has AVX-512 VNNI.
+var q8Native bool
+
+// Q8Native reports whether the int8 path runs on VPDPBUSD here (AVX-512
+// VNNI); elsewhere it runs a pure-Go loop with the same results, much
+// more slowly.
+func Q8Native() bool { return q8Native }
+
+// Q8Kernel names what runs the int8 path here (for `onecore doctor`).
+func Q8Kernel() string {
+	if q8Native {
+		return "avx512vnni"
+	}
+	return "generic"
+}
+
+// SelfTestQ8 runs the int8 path on ragged shapes under several epilogues
+// and compares it with its pure-Go reference, which it must equal bit for
+// bit (the sums are exact integers), with guard cells around the output.
+// `onecore doctor` runs it; where the path is the reference it is trivial.
+func SelfTestQ8() error {
+	r := rand.New(rand.NewPCG(43, 44))
+	const guard = 16
+	sentinel := math.Float32frombits(0x7fc0beef)
+	for _, sh := range selfTestShapes {
+		m, k, n := sh[0], sh[1], sh[2]
+		lda := k + 1
+		a := make([]BF16, (m-1)*lda+k)
+		for i := range a {
+			a[i] = FromFloat32(float32(r.NormFloat64()))
+		}
+		w := make([]float32, k*n)
+		for i := range w {
+			w[i] = float32(r.NormFloat64())
+		}
+		bias := make([]float32, n)
+		for i := range bias {
+			bias[i] = float32(r.NormFloat64())
+		}
+		b := PackQ8(KernelGeneric, k, n, w, n)
+		for ei, ep := range []*Epilogue{nil, {Scale: 0.5, Bias: bias, Act: ActReLU2}} {
+			var outs [2][]float32
+			for v := range 2 {
+				buf := make([]float32, m*n+2*guard)
+				for i := range buf {
+					buf[i] = sentinel
+				}
+				c := buf[guard : guard+m*n]
+				ldd := b.q8.kq * 4
+				aq, rs := make([]uint8, m*ldd), make([]float32, m)
+				if v == 0 {
+					quantRowsGeneric(m, a, lda, k, aq, ldd, rs)
+					matmulQ8Generic(m, aq, ldd, rs, b, c, n, ep)
+				} else {
+					MatMul(m, a, lda, b, c, n, ep)
+				}
+				for i := 0; i < guard; i++ {
+					if math.Float32bits(buf[i]) != math.Float32bits(sentinel) || math.Float32bits(buf[guard+m*n+i]) != math.Float32bits(sentinel) {
+						return fmt.Errorf("int8 %dx%dx%d epilogue %d: wrote outside C", m, k, n, ei)
+					}
+				}
+				outs[v] = c
+			}
+			for i := range outs[0] {
+				if math.Float32bits(outs[0][i]) != math.Float32bits(outs[1][i]) {
+					return fmt.Errorf("int8 %dx%dx%d epilogue %d: C[%d] = %g, reference %g", m, k, n, ei, i, outs[1][i], outs[0][i])
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // quantRowsImpl is the fastest quantRows available (set by the amd64 init

@@ -18,18 +18,12 @@ func dpbusdPanel(p *dpArgs)
 //go:noescape
 func quantRows512(m int, a *BF16, lda, k int, dst *uint8, ldd int, scales *float32)
 
-// Q8Native reports whether the int8 path runs on VPDPBUSD here (AVX-512
-// VNNI); elsewhere it runs a pure-Go loop with the same results, much
-// more slowly.
-func Q8Native() bool {
-	c := CPU()
-	return c.AVX512F && c.AVX512BW && c.AVX512VNNI && c.OSAVX512
-}
-
 func init() {
-	if !Q8Native() {
+	c := CPU()
+	if !(c.AVX512F && c.AVX512BW && c.AVX512VNNI && c.OSAVX512) {
 		return
 	}
+	q8Native = true
 	quantRowsImpl = quantRowsAVX512
 	matmulQ8Impl = matmulQ8AVX512
 }

@@ -164,3 +164,22 @@ func BenchmarkMatMulQ8(b *testing.B) {
 		}
 	}
 }
+
+// TestSelfTestQ8: the doctor's int8 self-test passes, and fails when the
+// int8 product is off in one element.
+func TestSelfTestQ8(t *testing.T) {
+	if err := SelfTestQ8(); err != nil {
+		t.Fatal(err)
+	}
+	saved := matmulQ8Impl
+	defer func() { matmulQ8Impl = saved }()
+	matmulQ8Impl = func(m int, aq []uint8, ldd int, rs []float32, b *Matrix, c []float32, ldc int, ep *Epilogue) {
+		saved(m, aq, ldd, rs, b, c, ldc, ep)
+		if c != nil && m > 3 && b.N > 3 {
+			c[3*ldc+3] += 1
+		}
+	}
+	if err := SelfTestQ8(); err == nil {
+		t.Fatal("SelfTestQ8 passed with a broken int8 product")
+	}
+}

@@ -46,8 +46,8 @@ func doctor(w io.Writer) error {
 		}
 		return "no"
 	}
-	fmt.Fprintf(w, "features:   avx2=%s fma=%s avx512f=%s avx512bw=%s avx512_bf16=%s amx_tile=%s amx_bf16=%s\n",
-		yes(c.AVX2), yes(c.FMA), yes(c.AVX512F), yes(c.AVX512BW), yes(c.AVX512BF16), yes(c.AMXTile), yes(c.AMXBF16))
+	fmt.Fprintf(w, "features:   avx2=%s fma=%s avx512f=%s avx512bw=%s avx512_bf16=%s avx512_vnni=%s amx_tile=%s amx_bf16=%s\n",
+		yes(c.AVX2), yes(c.FMA), yes(c.AVX512F), yes(c.AVX512BW), yes(c.AVX512BF16), yes(c.AVX512VNNI), yes(c.AMXTile), yes(c.AMXBF16))
 	fmt.Fprintf(w, "xcr0:       %#x (avx state: %s, avx-512 state: %s, amx tile state: %s)\n",
 		c.XCR0, yes(c.OSAVX), yes(c.OSAVX512), yes(c.OSAMX))
 	switch {
@@ -83,6 +83,12 @@ func doctor(w io.Writer) error {
 		} else {
 			fmt.Fprintf(w, "self-test:  %-10s ok (vs generic, ragged shapes, guard cells)\n", k)
 		}
+	}
+	if err := amx.SelfTestQ8(); err != nil {
+		failed++
+		fmt.Fprintf(w, "self-test:  int8 (%s) FAIL: %v\n", amx.Q8Kernel(), err)
+	} else {
+		fmt.Fprintf(w, "self-test:  int8 (%s) ok (vs generic, bit-identical; used by --int8)\n", amx.Q8Kernel())
 	}
 	if err := amx.SelfTestElementwise(); err != nil {
 		failed++
