@@ -17,6 +17,8 @@
 #   CORE=0            the core extraction is pinned to
 #   ROUNDS=3          alternating rounds
 #   FLAGS=            more flags for every run (e.g. "--max-tokens 256")
+#   VARIANTS=         flag sets to compare, separated by '|' (e.g. "|--int8":
+#                     every model without and with --int8), each a row
 set -euo pipefail
 usage="usage: speed.sh extract|classify INPUT.jsonl MODEL..."
 task=${1:?$usage}
@@ -33,30 +35,38 @@ core=${CORE:-0}
 rounds=${ROUNDS:-3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+IFS='|' read -r -a variants <<<"${VARIANTS:-}"
+(( ${#variants[@]} > 0 )) || variants=("")
 for ((r = 1; r <= rounds; r++)); do
   i=0
   for m in "$@"; do
-    i=$((i + 1))
-    rm -f "$tmp/out.jsonl"
-    # shellcheck disable=SC2086
-    taskset -c "$core" "$oc" extract "${taskargs[@]}" ${FLAGS:-} --model "$m" --in "$in" \
-      --out "$tmp/out.jsonl" --workers 1 --progress none --summary "$tmp/s.json" >/dev/null 2>"$tmp/err" ||
-      { rc=$?; [[ $rc == 3 ]] || { cat "$tmp/err" >&2; exit 1; }; } # 3: some rows rejected (counted in rows)
-    python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(sys.argv[2], j["docs_per_s"], j["tok_per_s"], j["rows_out"])' \
-      "$tmp/s.json" "$i" >>"$tmp/runs"
+    for v in "${variants[@]}"; do
+      i=$((i + 1))
+      rm -f "$tmp/out.jsonl"
+      # shellcheck disable=SC2086
+      taskset -c "$core" "$oc" extract "${taskargs[@]}" ${FLAGS:-} $v --model "$m" --in "$in" \
+        --out "$tmp/out.jsonl" --workers 1 --progress none --summary "$tmp/s.json" >/dev/null 2>"$tmp/err" ||
+        { rc=$?; [[ $rc == 3 ]] || { cat "$tmp/err" >&2; exit 1; }; } # 3: some rows rejected (counted in rows)
+      python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(sys.argv[2], j["docs_per_s"], j["tok_per_s"], j["rows_out"])' \
+        "$tmp/s.json" "$i" >>"$tmp/runs"
+    done
   done
 done
-python3 - "$tmp/runs" "$@" <<'PY'
+python3 - "$tmp/runs" "${VARIANTS:-}" "$@" <<'PY'
 import json, os, statistics, sys
 runs = [l.split() for l in open(sys.argv[1])]
-models = sys.argv[2:]
+variants = sys.argv[2].split("|")
+models = sys.argv[3:]
 first = None
-print("model\tlayers\trows\tdocs_per_s\ttok_per_s\tratio")
-for i, m in enumerate(models, 1):
-    rs = [r for r in runs if r[0] == str(i)]
-    dps = statistics.median(float(r[1]) for r in rs)
-    tps = statistics.median(float(r[2]) for r in rs)
-    layers = len(json.load(open(os.path.join(m, "config.json")))["layers"])
-    first = first or dps
-    print(f"{m}\t{layers}\t{rs[0][3]}\t{dps:.0f}\t{tps:.0f}\t{dps / first:.2f}")
+print("model\tflags\tlayers\trows\tdocs_per_s\ttok_per_s\tratio")
+i = 0
+for m in models:
+    for v in variants:
+        i += 1
+        rs = [r for r in runs if r[0] == str(i)]
+        dps = statistics.median(float(r[1]) for r in rs)
+        tps = statistics.median(float(r[2]) for r in rs)
+        layers = len(json.load(open(os.path.join(m, "config.json")))["layers"])
+        first = first or dps
+        print(f"{m}\t{v.strip() or '-'}\t{layers}\t{rs[0][3]}\t{dps:.0f}\t{tps:.0f}\t{dps / first:.2f}")
 PY

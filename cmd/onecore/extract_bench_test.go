@@ -22,7 +22,7 @@ import (
 // leaves a result row with sane metrics, so the script keeps running as the
 // trainers and the CLI change; the numbers are the benchmark's business.
 // The span head is trained with --layers 3, and bench/speed.sh then times
-// it side by side with itself.
+// it without and with --int8 (VARIANTS).
 func TestExtractBenchSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains a span head and an SFT model (~1 min)")
@@ -102,24 +102,24 @@ func TestExtractBenchSmoke(t *testing.T) {
 	}
 
 	model := filepath.Join(out, "fortune_author", "model")
-	speed := exec.Command("bash", filepath.Join(root, "bench/speed.sh"), "extract", filepath.Join(data, "fortune_author.test.jsonl"), model, model)
-	speed.Env = append(os.Environ(), "ONECORE="+testenv.Binary(t), "CORE=0", "ROUNDS=1")
+	speed := exec.Command("bash", filepath.Join(root, "bench/speed.sh"), "extract", filepath.Join(data, "fortune_author.test.jsonl"), model)
+	speed.Env = append(os.Environ(), "ONECORE="+testenv.Binary(t), "CORE=0", "ROUNDS=1", "VARIANTS=|--int8")
 	b, err = speed.Output()
 	if err != nil {
 		t.Fatalf("speed.sh: %v\n%s", err, b)
 	}
 	t.Logf("speed.sh:\n%s", b)
 	rows := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(rows) != 3 || rows[0] != "model\tlayers\trows\tdocs_per_s\ttok_per_s\tratio" {
+	if len(rows) != 3 || rows[0] != "model\tflags\tlayers\trows\tdocs_per_s\ttok_per_s\tratio" {
 		t.Fatalf("speed.sh output:\n%s", b)
 	}
-	for _, l := range rows[1:] {
+	for i, l := range rows[1:] {
 		f := strings.Split(l, "\t")
-		if len(f) != 6 || f[0] != model || f[1] != "3" || f[2] != "24" {
-			t.Errorf("speed.sh row %q: want the 3-layer model over 24 rows", l)
+		if len(f) != 7 || f[0] != model || f[1] != []string{"-", "--int8"}[i] || f[2] != "3" || f[3] != "24" {
+			t.Errorf("speed.sh row %q: want the 3-layer model over 24 rows, without then with --int8", l)
 		}
-		if v, err := strconv.ParseFloat(f[3], 64); err != nil || v <= 0 {
-			t.Errorf("speed.sh row %q: docs/s %q", l, f[3])
+		if v, err := strconv.ParseFloat(f[4], 64); err != nil || v <= 0 {
+			t.Errorf("speed.sh row %q: docs/s %q", l, f[4])
 		}
 	}
 	if f := strings.Split(rows[1], "\t"); f[len(f)-1] != "1.00" {
