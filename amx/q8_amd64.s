@@ -3,13 +3,11 @@
 #include "textflag.h"
 
 // Constants of quantRows512: the bf16 magnitude mask (two words), the
-// clamp bounds and offset as dwords, and 127.0 as fp32.
+// bytes' top bits, and 127.0 as fp32.
 DATA q8c<>+0(SB)/4, $0x7fff7fff
-DATA q8c<>+4(SB)/4, $-127
-DATA q8c<>+8(SB)/4, $127
-DATA q8c<>+12(SB)/4, $128
-DATA q8c<>+16(SB)/4, $0x42fe0000
-GLOBL q8c<>(SB), RODATA|NOPTR, $20
+DATA q8c<>+4(SB)/4, $0x80808080
+DATA q8c<>+8(SB)/4, $0x42fe0000
+GLOBL q8c<>(SB), RODATA|NOPTR, $12
 
 // func quantRows512(m int, a *BF16, lda, k int, dst *uint8, ldd int, scales *float32)
 TEXT ·quantRows512(SB), NOSPLIT, $0-56
@@ -22,10 +20,8 @@ TEXT ·quantRows512(SB), NOSPLIT, $0-56
 	MOVQ ldd+40(FP), R11
 	MOVQ scales+48(FP), R12
 	VPBROADCASTD q8c<>+0(SB), Z31
-	VPBROADCASTD q8c<>+4(SB), Z30
-	VPBROADCASTD q8c<>+8(SB), Z29
-	VPBROADCASTD q8c<>+12(SB), Z28
-	VMOVSS q8c<>+16(SB), X3
+	VPBROADCASTD q8c<>+4(SB), Z28
+	VMOVSS q8c<>+8(SB), X3
 	// K1: the last k%32 words of a row (pass 1); K2: the last k%16 (pass 2).
 	MOVQ R10, CX
 	ANDQ $31, CX
@@ -89,7 +85,9 @@ p1done:
 scaled:
 	VBROADCASTSS X5, Z5
 
-	// Pass 2: RNE(a·127/max) clamped to ±127, +128, as bytes.
+	// Pass 2: RNE(a·127/max), +128, as bytes. |a·(127/max)| ≤ 127·(1+2⁻²⁴)²
+	// before rounding, so the result is within ±127 without a clamp, its
+	// low byte is the int8, and +128 is flipping that byte's top bit.
 	MOVQ SI, BX
 	MOVQ DI, DX
 	MOVQ R10, CX
@@ -101,10 +99,9 @@ p2loop:
 	VPSLLD $16, Z1, Z1
 	VMULPS Z5, Z1, Z1
 	VCVTPS2DQ Z1, Z1
-	VPMAXSD Z30, Z1, Z1
-	VPMINSD Z29, Z1, Z1
-	VPADDD Z28, Z1, Z1
-	VPMOVDB Z1, (DX)
+	VPMOVDB Z1, X1
+	VPXORD X28, X1, X1
+	VMOVDQU X1, (DX)
 	ADDQ $32, BX
 	ADDQ $16, DX
 	DECQ CX
@@ -118,10 +115,9 @@ p2tail:
 	VPSLLD $16, Z1, Z1
 	VMULPS Z5, Z1, Z1
 	VCVTPS2DQ Z1, Z1
-	VPMAXSD Z30, Z1, Z1
-	VPMINSD Z29, Z1, Z1
-	VPADDD Z28, Z1, Z1
-	VPMOVDB Z1, K2, (DX)
+	VPMOVDB Z1, X1
+	VPXORD X28, X1, X1
+	VMOVDQU8 X1, K2, (DX)
 
 p2done:
 	ADDQ R9, SI
