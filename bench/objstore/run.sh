@@ -17,7 +17,8 @@
 # of the s3 numbers (a real object store would be another machine).
 #
 # Usage: bench/objstore/run.sh [DIR]     (default /tmp/onecore-objstore)
-#   BIG_MB=2048  SHARDS=24  CPUS=0,1 (onecore's cores)  SERVER_CPUS=$CPUS (the
+#   BIG_MB=2048  SHARDS=24  ROUNDS=2 (alternating local/s3 rounds of 1. and
+#   2.)  CASES="1 2 3" (which of them)  CPUS=0,1 (onecore's cores)  SERVER_CPUS=$CPUS (the
 #   S3 server's: e.g. CPUS=1 SERVER_CPUS=0 gives onecore one core of its own
 #   both ways)  SLOW_DUTY=25  ONECORE=path (default:
 #   built from this checkout)  VERSITYGW=path (default: $PATH, GOBIN,
@@ -27,6 +28,8 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 dir=${1:-/tmp/onecore-objstore}
 big_mb=${BIG_MB:-2048}
 shards=${SHARDS:-24}
+rounds=${ROUNDS:-2}
+cases=" ${CASES:-1 2 3} "
 cpus=${CPUS:-0,1}
 duty=${SLOW_DUTY:-25}
 server_cpus=${SERVER_CPUS:-$cpus}
@@ -92,9 +95,10 @@ timed() { # label, then the command: sets wall (seconds), rss (MB), srv (server 
 }
 rows_out() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["rows_out"])' "$1"; }
 
+if [[ $cases == *" 1 "* ]]; then
 echo "1. convert one $(du -m "$big" | cut -f1) MiB Parquet shard ($big_mb MiB of text), cores $cpus"
 printf '   %-18s %8s %8s %8s %10s\n' case wall_s MB/s RSS_MB server_cpu_s
-for round in 1 2; do
+for ((round = 1; round <= rounds; round++)); do
 	for where in local s3; do
 		if [[ $where == local ]]; then
 			rm -rf "$dir/conv-out"
@@ -107,10 +111,12 @@ for round in 1 2; do
 	done
 done
 rm -rf "$dir/conv-out"
+fi
 
+if [[ $cases == *" 2 "* ]]; then
 echo "2. extract (spam classifier, --max-tokens 256) on $shards JSONL shards, cores $cpus"
 printf '   %-18s %8s %8s %8s %8s %10s\n' case wall_s rows docs/s RSS_MB server_cpu_s
-for round in 1 2; do
+for ((round = 1; round <= rounds; round++)); do
 	for where in local s3; do
 		if [[ $where == local ]]; then
 			rm -rf "$dir/ex-out"
@@ -125,7 +131,9 @@ for round in 1 2; do
 	done
 done
 rm -rf "$dir/ex-out"
+fi
 
+[[ $cases == *" 3 "* ]] || exit 0
 echo "3. 3 workers on the s3 corpus, worker 3 running ${duty}% of the time (SIGSTOP/SIGCONT), cores $cpus"
 slow() { # runs "$@" stopped (100-duty)% of every second
 	"$@" &
