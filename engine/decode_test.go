@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/onecore-dev/onecore/amx"
 )
 
 // TestPrefillThenDecode: prefilling a prompt and feeding the rest of the
@@ -58,9 +61,17 @@ func TestPrefillThenDecode(t *testing.T) {
 }
 
 // TestDecodeBatchInvariance: documents decoded alone or 16 at a time (with
-// joins and leaves) produce bit-identical logits and the same tokens.
+// joins and leaves) produce bit-identical logits and the same tokens, with
+// bf16 weights and with int8 weights.
 func TestDecodeBatchInvariance(t *testing.T) {
-	m := testModel(t, nil, 41)
+	for _, opts := range []ModelOptions{{}, {Int8: true}} {
+		t.Run(fmt.Sprintf("int8=%v", opts.Int8), func(t *testing.T) {
+			testDecodeBatchInvariance(t, testModelWith(t, nil, 41, amx.Selected(), opts))
+		})
+	}
+}
+
+func testDecodeBatchInvariance(t *testing.T, m *Model) {
 	V := m.Cfg.VocabSize
 	prompts := randDocs(42, V, 1, 5, 9, 20, 3, 17, 8, 2, 30, 12, 7, 1, 16, 140, 25, 6)
 	reqs := make([]Request, len(prompts))
