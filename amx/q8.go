@@ -60,7 +60,7 @@ const kcQ8 = 512
 // int8 per output column and packs it for MatMul. kern is the kernel the
 // rest of the model uses; the int8 product itself runs VPDPBUSD where the
 // CPU has AVX-512 VNNI (Q8Native) and a pure-Go loop with the same results
-// elsewhere.
+// elsewhere, or when kern is KernelGeneric (ONECORE_KERNEL=generic).
 func PackQ8(kern Kernel, k, n int, w []float32, ldw int) *Matrix {
 	if k > maxKQ8 {
 		panic(fmt.Sprintf("amx: PackQ8 K=%d: int32 sums overflow past K=%d", k, maxKQ8))
@@ -151,7 +151,7 @@ func Q8Native() bool { return q8Native }
 
 // Q8Kernel names what runs the int8 path here (for `onecore doctor`).
 func Q8Kernel() string {
-	if q8Native {
+	if q8Native && Selected() != KernelGeneric {
 		return "avx512vnni"
 	}
 	return "generic"
@@ -180,7 +180,7 @@ func SelfTestQ8() error {
 		for i := range bias {
 			bias[i] = float32(r.NormFloat64())
 		}
-		b := PackQ8(KernelGeneric, k, n, w, n)
+		b := PackQ8(Selected(), k, n, w, n)
 		for ei, ep := range []*Epilogue{nil, {Scale: 0.5, Bias: bias, Act: ActReLU2}} {
 			var outs [2][]float32
 			for v := range 2 {
@@ -232,6 +232,12 @@ func matmulQ8(m int, a []BF16, lda int, b *Matrix, c []float32, ldc int, ep *Epi
 		s.scales = make([]float32, m)
 	}
 	aq, rs := s.a[:m*ldd], s.scales[:m]
+	if b.Kernel == KernelGeneric {
+		// ONECORE_KERNEL=generic distrusts every fast path, this one too
+		quantRowsGeneric(m, a, lda, b.K, aq, ldd, rs)
+		matmulQ8Generic(m, aq, ldd, rs, b, c, ldc, ep)
+		return
+	}
 	quantRowsImpl(m, a, lda, b.K, aq, ldd, rs)
 	matmulQ8Impl(m, aq, ldd, rs, b, c, ldc, ep)
 }
