@@ -110,6 +110,10 @@ func q8Panel512(tmpl *dpArgs, pn, i0, rows, kcq int, aq []uint8, ldd int, rs []f
 	p.rs = unsafe.Pointer(&rs[i0])
 	p.comp = unsafe.Pointer(&q.comp[j0])
 	p.ws = unsafe.Pointer(&q.scale[j0])
+	if q.kq == 0 {
+		dpbusdPanel(&p) // K = 0: zero sums, the epilogue alone (A, B unread)
+		return
+	}
 	panelBytes := q.kq * nr512 * 4
 	panel := q.data[pn*panelBytes : (pn+1)*panelBytes]
 	for q0 := 0; q0 < q.kq; q0 += kcq {

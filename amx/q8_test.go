@@ -94,6 +94,14 @@ func TestQ8Zeros(t *testing.T) {
 			t.Fatalf("zero column: C[%d][5] = %g, want the bias %g", i, c[i*n+5], bias[5])
 		}
 	}
+	// K = 0: every sum is 0, C is the epilogue's bias alone
+	clear(c)
+	MatMul(m, nil, 0, PackQ8(Selected(), 0, n, nil, n), c, n, &Epilogue{Bias: bias})
+	for j := 0; j < n; j++ {
+		if c[j] != bias[j] || c[(m-1)*n+j] != bias[j] {
+			t.Fatalf("K=0: C[.][%d] = %g, %g, want the bias %g", j, c[j], c[(m-1)*n+j], bias[j])
+		}
+	}
 }
 
 // TestQ8BatchInvariance: an int8 row's result is bit-identical whatever

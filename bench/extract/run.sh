@@ -15,6 +15,8 @@
 #   TRAIN_FLAGS=""     extra flags for train extract (e.g. "--epochs 3")
 #   WORKERS=           --workers for training (default: all usable cores)
 #   CORE=0             the core extraction is pinned to (docs/s per core)
+#   INT8=1             also run the span head with --int8 (int8 weights):
+#                      row span_head_int8
 #   SFT=1              also generative SFT (item 2): `train sft` from BASE on
 #                      the same training records as prompt/answer pairs (the
 #                      default extract template; answer " none" when absent),
@@ -94,6 +96,12 @@ PY
     --question-field question --out "$d/pred.jsonl" --workers 1 --progress none --summary "$d/extract.json" >/dev/null 2>"$d/extract.log"
   dps=$(docs_per_s "$d/extract.json")
   row "$fam" span_head "$(python3 "$here/score.py" "$data/$fam.test.jsonl" "$d/pred.jsonl" --json)" "$dps" "$train_s"
+  if [[ -n ${INT8:-} ]]; then
+    rm -rf "$d/pred-int8.jsonl"
+    taskset -c "$core" "$ONECORE" extract --task extract --model "$d/model" --in "$data/$fam.test.jsonl" --int8 \
+      --question-field question --out "$d/pred-int8.jsonl" --workers 1 --progress none --summary "$d/extract-int8.json" >/dev/null 2>"$d/extract-int8.log"
+    row "$fam" span_head_int8 "$(python3 "$here/score.py" "$data/$fam.test.jsonl" "$d/pred-int8.jsonl" --json)" "$(docs_per_s "$d/extract-int8.json")" "$train_s"
+  fi
   t0=$(date +%s.%N)
   taskset -c "$core" python3 "$here/baseline.py" "$fam" "$data/$fam.test.jsonl" "$d/baseline.jsonl"
   n=$(wc -l <"$data/$fam.test.jsonl")

@@ -64,7 +64,7 @@ func TestExtractBenchSmoke(t *testing.T) {
 
 	run := exec.Command("bash", filepath.Join(root, "bench/extract/run.sh"), data, out)
 	run.Env = append(os.Environ(), "ONECORE="+testenv.Binary(t), "BASE=base", "WORKERS=1", "CORE=0",
-		"TRAIN_FLAGS=--epochs 1 --layers 3", "SFT=1", "SFT_FLAGS=--epochs 1", "SFT_EXTRACTIVE=1", "SFT_WINDOW=32")
+		"TRAIN_FLAGS=--epochs 1 --layers 3", "SFT=1", "SFT_FLAGS=--epochs 1", "SFT_EXTRACTIVE=1", "SFT_WINDOW=32", "INT8=1")
 	b, err := run.CombinedOutput()
 	if err != nil {
 		t.Fatalf("run.sh: %v\n%s", err, b)
@@ -95,7 +95,7 @@ func TestExtractBenchSmoke(t *testing.T) {
 		}
 		got[f[1]] = true
 	}
-	for _, sys := range []string{"span_head", "regex", "generative_sft", "generative_sft_extractive", "generative_sft_window"} {
+	for _, sys := range []string{"span_head", "span_head_int8", "regex", "generative_sft", "generative_sft_extractive", "generative_sft_window"} {
 		if !got[sys] {
 			t.Errorf("no %s row in results.tsv:\n%s", sys, tsv)
 		}
