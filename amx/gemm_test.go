@@ -372,5 +372,9 @@ func TestMatMulNoAlloc(t *testing.T) {
 		if n := testing.AllocsPerRun(20, func() { MatMul(s.m, a, s.k, pb, c, s.n, ep) }); n > 0 {
 			t.Errorf("%v %v: %v allocations per MatMul", k, s, n)
 		}
+		q8 := PackQ8(k, s.k, s.n, randF32(r, s.k*s.n), s.n)
+		if n := testing.AllocsPerRun(20, func() { MatMul(s.m, a, s.k, q8, c, s.n, ep) }); n > 0 {
+			t.Errorf("int8 %v: %v allocations per MatMul", s, n)
+		}
 	}
 }
