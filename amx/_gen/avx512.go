@@ -64,7 +64,8 @@ var (
 
 var rowReg = [mr512]string{"R8", "R9", "R10", "R11", "R12", "R13"}
 
-// genAVX512 writes dpbf16Panel: one 64-column panel of C for all M rows.
+// genAVX512 writes dpbf16Panel and its int8 twin dpbusdPanel: one
+// 64-column panel of C for all M rows.
 //
 // Every output element is the same chain of VDPBF16PS over K-pairs in
 // ascending order (then one zero-padded pair if K is odd), whichever row
@@ -78,11 +79,11 @@ func genAVX512(a *asm) {
 // constants go with the first.
 func genPanel(a *asm, v variant) {
 	if v.q8 {
-		a.raw("\n// func dpbusdPanel(p *dpArgs)\nTEXT ·dpbusdPanel(SB), NOSPLIT, $0-8\n")
+		a.raw("\n")
 	} else {
 		genBF16Consts(a)
-		a.raw("// func dpbf16Panel(p *dpArgs)\nTEXT ·dpbf16Panel(SB), NOSPLIT, $0-8\n")
 	}
+	a.raw(fmt.Sprintf("// func %s(p *dpArgs)\nTEXT ·%s(SB), NOSPLIT, $0-8\n", v.name, v.name))
 	genPanelBody(a, v)
 }
 
@@ -244,8 +245,9 @@ func block(a *asm, mr int, v variant) {
 	a.label("end" + t)
 }
 
-// kstep emits one K-pair step of the register tile, ending with the
-// loop counter's DECQ (the caller emits the branch).
+// kstep emits one K step of the register tile (a K-pair of bf16, or a
+// K-quad of bytes for int8: 4 bytes of each A row and 256 of B either
+// way), ending with the loop counter's DECQ (the caller emits the branch).
 func kstep(a *asm, mr int, prefetch bool, v variant) {
 	for z := 0; z < 4; z++ {
 		a.i("VMOVUPS %d(SI), Z%d", 64*z, z)
