@@ -55,13 +55,18 @@ func FuzzMatMul(f *testing.F) {
 				ep.OutBF16 = make([]BF16, m*n)
 			}
 		}
-		run := func(kern Kernel) ([]float32, []BF16) {
-			all, c := guarded(max(0, (m-1)*ldc+n))
+		// freshC is a guarded C holding i+j (what Accumulate adds to)
+		freshC := func() (all, c []float32) {
+			all, c = guarded(max(0, (m-1)*ldc+n))
 			for i := 0; i < m; i++ {
 				for j := 0; j < n; j++ {
 					c[i*ldc+j] = float32(i + j)
 				}
 			}
+			return all, c
+		}
+		run := func(kern Kernel) ([]float32, []BF16) {
+			all, c := freshC()
 			var e *Epilogue
 			if ep != nil {
 				cp := *ep
@@ -125,12 +130,7 @@ func FuzzMatMul(f *testing.F) {
 		}
 		q8 := PackQ8(Selected(), k, n, wf, ldb)
 		runQ8 := func(generic bool) []float32 {
-			all, c := guarded(max(0, (m-1)*ldc+n))
-			for i := 0; i < m; i++ {
-				for j := 0; j < n; j++ {
-					c[i*ldc+j] = float32(i + j)
-				}
-			}
+			all, c := freshC()
 			var e *Epilogue
 			if ep != nil {
 				cp := *ep

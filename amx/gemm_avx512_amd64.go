@@ -217,11 +217,10 @@ func matmulAVX512(m int, a []BF16, lda int, b *Matrix, c []float32, ldc int, ep 
 	}
 }
 
-// matmulPanel512 computes rows i0..i0+rows-1 of panel pn, K chunk by K
-// chunk (kc, even), the last chunk applying the epilogue.
-func matmulPanel512(tmpl *dpArgs, pn, i0, rows, kc int, a []BF16, lda int, b *Matrix, c []float32, ldc int, ep *Epilogue) {
-	k, n := b.K, b.N
-	kp := (k + 1) / 2
+// panelArgs is tmpl set for rows i0..i0+rows-1 of panel pn of an
+// n-column product: the row count, the panel's valid columns, and where
+// its C, bias, column scales and bf16 output start.
+func panelArgs(tmpl *dpArgs, pn, i0, rows, n int, c []float32, ldc int, ep *Epilogue) dpArgs {
 	j0 := pn * nr512
 	cols := min(nr512, n-j0)
 	p := *tmpl
@@ -243,6 +242,15 @@ func matmulPanel512(tmpl *dpArgs, pn, i0, rows, kc int, a []BF16, lda int, b *Ma
 	if p.flags&fBF16 != 0 {
 		p.out = unsafe.Pointer(&ep.OutBF16[i0*int(tmpl.ldo/2)+j0])
 	}
+	return p
+}
+
+// matmulPanel512 computes rows i0..i0+rows-1 of panel pn, K chunk by K
+// chunk (kc, even), the last chunk applying the epilogue.
+func matmulPanel512(tmpl *dpArgs, pn, i0, rows, kc int, a []BF16, lda int, b *Matrix, c []float32, ldc int, ep *Epilogue) {
+	k := b.K
+	kp := (k + 1) / 2
+	p := panelArgs(tmpl, pn, i0, rows, b.N, c, ldc, ep)
 	if k == 0 {
 		dpbf16Panel(&p)
 		return

@@ -251,23 +251,30 @@ func TestBatchInvariance(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, kern := range Available() {
 		for _, s := range []shape{{257, 640, 129}, {61, 33, 65}, {100, 511, 300}} {
-			a := randBF16(r, s.m*s.k)
 			pb := PackFor(kern, nil, s.k, s.n, randBF16(r, s.k*s.n), s.n)
-			ep := &Epilogue{Bias: randF32(r, s.n), Act: ActReLU2}
-			big := make([]float32, s.m*s.n)
-			MatMul(s.m, a, s.k, pb, big, s.n, ep)
-			for _, i := range []int{0, 1, 5, 6, 7, s.m/2 + 1, s.m - 1} {
-				for _, rows := range []int{1, 2, 5} {
-					if i+rows > s.m {
-						continue
-					}
-					small := make([]float32, rows*s.n)
-					MatMul(rows, a[i*s.k:], s.k, pb, small, s.n, ep)
-					for j, v := range small {
-						if w := big[i*s.n+j]; math.Float32bits(v) != math.Float32bits(w) {
-							t.Fatalf("%v %v: row %d (+%d) alone = %g, inside M=%d = %g", kern, s, i+j/s.n, j%s.n, v, s.m, w)
-						}
-					}
+			checkRowsAlone(t, kern.String(), s, randBF16(r, s.m*s.k), pb, &Epilogue{Bias: randF32(r, s.n), Act: ActReLU2})
+		}
+	}
+}
+
+// checkRowsAlone fails unless every row of A·B (a few picked, at the
+// register tile's edges and elsewhere), multiplied alone or with one to
+// four neighbours, is bit-identical to the same row inside the whole
+// product.
+func checkRowsAlone(t *testing.T, name string, s shape, a []BF16, pb *Matrix, ep *Epilogue) {
+	t.Helper()
+	big := make([]float32, s.m*s.n)
+	MatMul(s.m, a, s.k, pb, big, s.n, ep)
+	for _, i := range []int{0, 1, 5, 6, 7, s.m/2 + 1, s.m - 1} {
+		for _, rows := range []int{1, 2, 5} {
+			if i+rows > s.m {
+				continue
+			}
+			small := make([]float32, rows*s.n)
+			MatMul(rows, a[i*s.k:], s.k, pb, small, s.n, ep)
+			for j, v := range small {
+				if w := big[i*s.n+j]; math.Float32bits(v) != math.Float32bits(w) {
+					t.Fatalf("%s %v: row %d (+%d) alone = %g, inside M=%d = %g", name, s, i+j/s.n, j%s.n, v, s.m, w)
 				}
 			}
 		}

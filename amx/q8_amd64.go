@@ -85,28 +85,9 @@ func matmulQ8AVX512(m int, aq []uint8, ldd int, rs []float32, b *Matrix, c []flo
 // q8Panel512 computes rows i0..i0+rows-1 of panel pn, kcq quads at a
 // time, the last chunk dequantizing and applying the epilogue.
 func q8Panel512(tmpl *dpArgs, pn, i0, rows, kcq int, aq []uint8, ldd int, rs []float32, b *Matrix, c []float32, ldc int, ep *Epilogue) {
-	q, n := b.q8, b.N
+	q := b.q8
 	j0 := pn * nr512
-	cols := min(nr512, n-j0)
-	p := *tmpl
-	p.m = rows
-	if cols == nr512 {
-		p.mask = ^uint64(0)
-	} else {
-		p.mask = 1<<cols - 1
-	}
-	if c != nil {
-		p.c = unsafe.Pointer(&c[i0*ldc+j0])
-	}
-	if p.flags&fBias != 0 {
-		p.bias = unsafe.Pointer(&ep.Bias[j0])
-	}
-	if p.flags&fColScale != 0 {
-		p.cs = unsafe.Pointer(&ep.ColScale[j0])
-	}
-	if p.flags&fBF16 != 0 {
-		p.out = unsafe.Pointer(&ep.OutBF16[i0*int(tmpl.ldo/2)+j0])
-	}
+	p := panelArgs(tmpl, pn, i0, rows, b.N, c, ldc, ep)
 	p.rs = unsafe.Pointer(&rs[i0])
 	p.comp = unsafe.Pointer(&q.comp[j0])
 	p.ws = unsafe.Pointer(&q.scale[j0])
