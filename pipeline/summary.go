@@ -16,6 +16,9 @@ type Summary struct {
 	Rank    int    `json:"rank"`
 	World   int    `json:"world"`
 	Workers int    `json:"workers"`
+	// Int8 says the model ran with int8 weights (--int8): its docs/s are
+	// not comparable with an exact run's.
+	Int8 bool `json:"int8,omitempty"`
 
 	// Row counts cover the shards this run finished (marked done): rows of
 	// a shard dropped part-way (interrupt, disk full, a failed read) are in
@@ -123,7 +126,7 @@ func (c *committedTotals) get() Totals {
 }
 
 func newSummary(c Config) *Summary {
-	return &Summary{Task: string(c.Job.Task), Out: c.Out, Rank: c.Placement.Rank, World: c.Placement.World, Workers: c.Workers, Limit: c.Job.Limit}
+	return &Summary{Task: string(c.Job.Task), Out: c.Out, Rank: c.Placement.Rank, World: c.Placement.World, Workers: c.Workers, Int8: c.Job.Int8, Limit: c.Job.Limit}
 }
 
 func (s *Summary) finish(wall time.Duration, st *stats) {

@@ -100,7 +100,10 @@ func TestCLIExtractTrainAndRun(t *testing.T) {
 	// int8 weights: still answers that are substrings at their offsets,
 	// the same bytes for any packing, nearly the exact model's answers;
 	// and a different job, so it never lands in the exact run's output
-	q1 := extract("q1", "--workers", "1", "--int8")
+	q1 := extract("q1", "--workers", "1", "--int8", "--summary", filepath.Join(work, "q1.json"))
+	if b, err := os.ReadFile(filepath.Join(work, "q1.json")); err != nil || !strings.Contains(string(b), `"int8": true`) {
+		t.Fatalf("--int8 run's summary does not say int8 (%v):\n%s", err, b)
+	}
 	q2 := extract("q2", "--workers", "2", "--pack-tokens", "100", "--int8")
 	same := 0
 	for i, r := range test {
