@@ -190,14 +190,26 @@ func matmulAVX512(m int, a []BF16, lda int, b *Matrix, c []float32, ldc int, ep 
 	chunks := max(1, (k+kc512-1)/kc512)
 	kc := (k + chunks - 1) / chunks
 	kc += kc & 1 // chunks hold whole K-pairs
+	drivePanels(m, n, uintptr(lda)*2, c, ldc, ep, kp*2*nr512*2, chunks > 1, func(tmpl dpArgs, pn, i0, rows int) {
+		matmulPanel512(&tmpl, pn, i0, rows, kc, a, lda, b, c, ldc, ep)
+	})
+}
+
+// drivePanels runs panel for every nr512-column panel of an n-column
+// product and every block of mc512 of its m rows, the panels in groups
+// whose packed B (panelBytes each) stays in L2 while all row blocks pass.
+// The template it hands panel holds A's row stride (ldaBytes), C's, the
+// epilogue's flags, and, when the product's K is chunked, the buffer the
+// chunks' partial sums go through.
+func drivePanels(m, n int, ldaBytes uintptr, c []float32, ldc int, ep *Epilogue, panelBytes int, chunked bool, panel func(tmpl dpArgs, pn, i0, rows int)) {
 	var tmpl dpArgs
-	tmpl.lda = uintptr(lda) * 2
+	tmpl.lda = ldaBytes
 	tmpl.ldc = uintptr(ldc) * 4
 	epilogueFlags(&tmpl, ep, c)
 	if ep != nil {
 		tmpl.ldo = uintptr(ep.ldOut(n)) * 2
 	}
-	if chunks > 1 {
+	if chunked {
 		buf := partialPool.Get().(*[]float32)
 		defer partialPool.Put(buf)
 		if len(*buf) < mc512*nr512 {
@@ -206,12 +218,12 @@ func matmulAVX512(m int, a []BF16, lda int, b *Matrix, c []float32, ldc int, ep 
 		tmpl.acc = unsafe.Pointer(&(*buf)[0])
 	}
 	panels := (n + nr512 - 1) / nr512
-	group := max(1, l2Panel/max(1, kp*2*nr512*2)) // panels per L2-resident group
+	group := max(1, l2Panel/max(1, panelBytes)) // panels per L2-resident group
 	for g0 := 0; g0 < panels; g0 += group {
 		for i0 := 0; i0 < m; i0 += mc512 {
 			rows := min(mc512, m-i0)
 			for pn := g0; pn < min(panels, g0+group); pn++ {
-				matmulPanel512(&tmpl, pn, i0, rows, kc, a, lda, b, c, ldc, ep)
+				panel(tmpl, pn, i0, rows)
 			}
 		}
 	}

@@ -47,39 +47,16 @@ func quantRowsAVX512(m int, a []BF16, lda, k int, dst []uint8, ldd int, scales [
 	}
 }
 
-// matmulQ8AVX512 drives dpbusdPanel like matmulAVX512 drives dpbf16Panel:
-// a block of mc512 rows per panel, panels grouped to stay in L2, K split
-// into chunks of kcQ8 whose int32 partial sums go through the same
-// buffer (exact, and dependent on K only).
+// matmulQ8AVX512 drives dpbusdPanel through drivePanels as matmulAVX512
+// drives dpbf16Panel, K split into chunks of kcQ8 whose int32 partial sums
+// go through the same buffer (exact, and dependent on K only).
 func matmulQ8AVX512(m int, aq []uint8, ldd int, rs []float32, b *Matrix, c []float32, ldc int, ep *Epilogue) {
-	q, n := b.q8, b.N
+	q := b.q8
 	chunks := max(1, (q.kq*4+kcQ8-1)/kcQ8)
 	kcq := (q.kq + chunks - 1) / chunks // quads per chunk
-	var tmpl dpArgs
-	tmpl.lda = uintptr(ldd)
-	tmpl.ldc = uintptr(ldc) * 4
-	epilogueFlags(&tmpl, ep, c)
-	if ep != nil {
-		tmpl.ldo = uintptr(ep.ldOut(n)) * 2
-	}
-	if chunks > 1 {
-		buf := partialPool.Get().(*[]float32)
-		defer partialPool.Put(buf)
-		if len(*buf) < mc512*nr512 {
-			*buf = make([]float32, mc512*nr512)
-		}
-		tmpl.acc = unsafe.Pointer(&(*buf)[0])
-	}
-	panels := (n + nr512 - 1) / nr512
-	group := max(1, l2Panel/max(1, q.kq*nr512*4))
-	for g0 := 0; g0 < panels; g0 += group {
-		for i0 := 0; i0 < m; i0 += mc512 {
-			rows := min(mc512, m-i0)
-			for pn := g0; pn < min(panels, g0+group); pn++ {
-				q8Panel512(&tmpl, pn, i0, rows, kcq, aq, ldd, rs, b, c, ldc, ep)
-			}
-		}
-	}
+	drivePanels(m, b.N, uintptr(ldd), c, ldc, ep, q.kq*nr512*4, chunks > 1, func(tmpl dpArgs, pn, i0, rows int) {
+		q8Panel512(&tmpl, pn, i0, rows, kcq, aq, ldd, rs, b, c, ldc, ep)
+	})
 }
 
 // q8Panel512 computes rows i0..i0+rows-1 of panel pn, kcq quads at a
