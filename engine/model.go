@@ -72,6 +72,15 @@ func NewModelFor(ck *Checkpoint, kern amx.Kernel) (*Model, error) {
 	return NewModelWith(ck, kern, ModelOptions{})
 }
 
+// packWeight packs the row-major k×n fp32 weight w for kern: quantized to
+// int8 from its fp32 values with opts.Int8, else rounded to bf16.
+func packWeight(kern amx.Kernel, k, n int, w []float32, opts ModelOptions) *amx.Matrix {
+	if opts.Int8 {
+		return amx.PackQ8(kern, k, n, w, n)
+	}
+	return amx.PackFor(kern, nil, k, n, toBF16(w), n)
+}
+
 // ModelOptions are how NewModelWith packs a checkpoint.
 type ModelOptions struct {
 	// Int8 quantizes every layer's weight matrices (attention and linear
@@ -126,29 +135,16 @@ func NewModelWith(ck *Checkpoint, kern amx.Kernel, opts ModelOptions) (*Model, e
 			parts = append(parts, v)
 			n += len(v) / k
 		}
-		if opts.Int8 {
-			// quantized from the fp32 weights, not from their bf16 rounding
-			buf := make([]float32, k*n)
-			col := 0
-			for _, p := range parts {
-				w := len(p) / k
-				for r := 0; r < k; r++ {
-					copy(buf[r*n+col:r*n+col+w], p[r*w:(r+1)*w])
-				}
-				col += w
-			}
-			return amx.PackQ8(kern, k, n, buf, n), nil
-		}
-		buf := make([]amx.BF16, k*n)
+		buf := make([]float32, k*n)
 		col := 0
 		for _, p := range parts {
 			w := len(p) / k
 			for r := 0; r < k; r++ {
-				amx.ToBF16(buf[r*n+col:r*n+col+w], p[r*w:(r+1)*w])
+				copy(buf[r*n+col:r*n+col+w], p[r*w:(r+1)*w])
 			}
 			col += w
 		}
-		return amx.PackFor(kern, nil, k, n, buf, n), nil
+		return packWeight(kern, k, n, buf, opts), nil
 	}
 	for i, kind := range cfg.Layers {
 		p := fmt.Sprintf("layers.%d.", i)
@@ -198,14 +194,8 @@ func NewModelWith(ck *Checkpoint, kern amx.Kernel, opts ModelOptions) (*Model, e
 				return nil, err
 			}
 			for x := 0; x < E; x++ {
-				u, d := up[x*D*F:(x+1)*D*F], down[x*F*D:(x+1)*F*D]
-				if opts.Int8 {
-					lw.expUp = append(lw.expUp, amx.PackQ8(kern, D, F, u, F))
-					lw.expDown = append(lw.expDown, amx.PackQ8(kern, F, D, d, D))
-					continue
-				}
-				lw.expUp = append(lw.expUp, amx.PackFor(kern, nil, D, F, toBF16(u), F))
-				lw.expDown = append(lw.expDown, amx.PackFor(kern, nil, F, D, toBF16(d), D))
+				lw.expUp = append(lw.expUp, packWeight(kern, D, F, up[x*D*F:(x+1)*D*F], opts))
+				lw.expDown = append(lw.expDown, packWeight(kern, F, D, down[x*F*D:(x+1)*F*D], opts))
 			}
 		} else {
 			if lw.up, err = pack(D, p+"mlp.w_up"); err != nil {
