@@ -125,6 +125,9 @@ type TrainState struct {
 	// (Seed, Step).
 	Seed    uint64 `json:"seed"`
 	Options string `json:"options"` // fingerprint of the run's options
+	// Data is the digest of the examples or corpus trained on
+	// (dataDigest); empty in states written before 2026-12-06.
+	Data string `json:"data,omitempty"`
 }
 
 // saveTrainState writes master weights and AdamW moments (fp32), then

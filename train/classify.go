@@ -178,8 +178,10 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 	}
 	var recs []rec
 	labelSet := map[string]bool{}
+	dg := newDataDigest()
 	rejects, err := readRecords(o.Data, []string{o.TextField, o.LabelField}, func(vals []string) error {
 		r := rec{text: vals[0], label: vals[1]}
+		dg.add(r.text, r.label)
 		switch kind {
 		case engine.HeadMulticlass:
 			labelSet[r.label] = true
@@ -351,7 +353,7 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 	}
 
 	var opt *AdamW
-	st := &TrainState{Seed: o.Seed, Options: o.fingerprint()}
+	st := &TrainState{Seed: o.Seed, Options: o.fingerprint(), Data: dg.String()}
 	var rep *ClassifyReport
 	if o.Resume && statErr == nil {
 		// the head fit is in the saved master weights
@@ -362,6 +364,9 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 		}
 		if st.Options != o.fingerprint() {
 			return nil, fmt.Errorf("resume: %s was written with different options (fingerprint %s, now %s); use the same flags", statePath, st.Options, o.fingerprint())
+		}
+		if err := checkResumeData(statePath, st, dg.String()); err != nil {
+			return nil, err
 		}
 		log.Info("resumed", "step", st.Step)
 	} else {

@@ -292,11 +292,13 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 	// training answer spans lines (an address block, a paragraph)
 	oneLine := true
 	promptCache := map[string][]int32{}
+	dg := newDataDigest()
 	err = readExtractRecords(o.Data, &o, func(file string, line int, r ExtractRecord) error {
 		q := o.Question
 		if r.HasQ {
 			q = r.Question
 		}
+		dg.add(r.Text, q, string(r.Answer))
 		as, ae, present, err := ParseSpanAnswer(r.Text, r.Answer)
 		if err != nil {
 			return fmt.Errorf("data %s: line %d: %w", file, line, err)
@@ -388,13 +390,16 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 	dp.setLRScale(p.Off[engine.HeadSpanW], bodyScale, o.HeadLR/o.LR)
 
 	opt := NewAdamW(p, o.WeightDecay)
-	st := &TrainState{Seed: o.Seed, Options: o.fingerprint()}
+	st := &TrainState{Seed: o.Seed, Options: o.fingerprint(), Data: dg.String()}
 	if o.Resume && statErr == nil {
 		if st, err = loadTrainState(o.Out, p, opt); err != nil {
 			return nil, fmt.Errorf("resume: %w", err)
 		}
 		if st.Options != o.fingerprint() {
 			return nil, fmt.Errorf("resume: %s was written with different options (fingerprint %s, now %s); use the same flags", statePath, st.Options, o.fingerprint())
+		}
+		if err := checkResumeData(statePath, st, dg.String()); err != nil {
+			return nil, err
 		}
 		log.Info("resumed", "step", st.Step)
 	}

@@ -232,7 +232,8 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 	totalSteps := max(1, o.Tokens/rowTokens)
 	sched := Schedule{LR: o.LR, MinLR: o.MinLR, Warmup: capWarmup(o.Warmup, totalSteps, log), Total: totalSteps}
 	packer := &Packer{C: train, RowLen: o.SeqLen, Seed: o.Seed}
-	st := &TrainState{Seed: o.Seed, Options: o.fingerprint()}
+	digest := corpusDigest(train, val, counts)
+	st := &TrainState{Seed: o.Seed, Options: o.fingerprint(), Data: digest}
 	if o.Resume && statErr != nil {
 		log.Info("no train_state/ in the output directory: starting a new run", "dir", o.Out)
 	}
@@ -243,6 +244,9 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 		}
 		if st.Options != o.fingerprint() {
 			return fmt.Errorf("resume: %s was written with different options (fingerprint %s, now %s); use the same flags", statePath, st.Options, o.fingerprint())
+		}
+		if err := checkResumeData(statePath, st, digest); err != nil {
+			return err
 		}
 		packer.Cur = st.Cursor
 		log.Info("resumed", "step", st.Step, "tokens", st.Tokens, "cursor", fmt.Sprintf("%+v", st.Cursor))

@@ -116,8 +116,10 @@ func SFT(ctx context.Context, o SFTOptions) error {
 	var valEx []sftExample
 	var exs []sftExample
 	var hs []uint64
+	dg := newDataDigest()
 	rejects, err := readRecords(o.Data, []string{o.PromptField, o.AnswerField}, func(vals []string) error {
 		pr, an := vals[0], vals[1]
+		dg.add(pr, an)
 		exs = append(exs, sftExample{o.Tokenizer.Encode(pr), o.Tokenizer.Encode(an)})
 		hs = append(hs, textHash(pr+"\x00"+an))
 		return nil
@@ -176,13 +178,17 @@ func SFT(ctx context.Context, o SFTOptions) error {
 	totalSteps := max(1, int64(math.Ceil(o.Epochs*float64(len(train.Tokens))/float64(rowTokens))))
 	sched := Schedule{LR: o.LR, MinLR: o.MinLR, Warmup: capWarmup(o.Warmup, totalSteps, log), Total: totalSteps}
 	packer := &Packer{C: train, RowLen: o.SeqLen, Seed: o.Seed}
-	st := &TrainState{Seed: o.Seed, Options: o.fingerprint()}
+	digest := dg.String()
+	st := &TrainState{Seed: o.Seed, Options: o.fingerprint(), Data: digest}
 	if o.Resume && statErr == nil {
 		if st, err = loadTrainState(o.Out, p, opt); err != nil {
 			return fmt.Errorf("resume: %w", err)
 		}
 		if st.Options != o.fingerprint() {
 			return fmt.Errorf("resume: %s was written with different options (fingerprint %s, now %s); use the same flags", statePath, st.Options, o.fingerprint())
+		}
+		if err := checkResumeData(statePath, st, digest); err != nil {
+			return err
 		}
 		packer.Cur = st.Cursor
 		log.Info("resumed", "step", st.Step, "cursor", fmt.Sprintf("%+v", st.Cursor))
