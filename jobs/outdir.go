@@ -245,6 +245,10 @@ type Marker struct {
 	Rejected int64  `json:"rejected"`
 	Tokens   int64  `json:"tokens"`
 	BadFile  string `json:"bad_file,omitempty"` // why the file could not be read (to the end)
+	// Input is the shard's size and modification time when it was read
+	// (absent in markers written before 2026-12-06): a later run into the
+	// same output refuses to go on when a finished shard has changed since.
+	Input *InputStat `json:"input,omitempty"`
 	// Worker is the WorkerID of the process that finished the shard, for
 	// outputs claimed by leases (the who-did-what of elastic workers, which
 	// survives a worker killed before it could write its own record).
@@ -252,9 +256,36 @@ type Marker struct {
 	Finished string `json:"finished"`
 }
 
+// InputStat identifies the content a shard had when it was processed,
+// without reading it again: its size, and its modification time in Unix
+// nanoseconds (0 when the source gave none).
+type InputStat struct {
+	Size  int64 `json:"size"`
+	ModNS int64 `json:"mtime_ns,omitempty"`
+}
+
+// Changed says how the shard now at size/modNS differs from the one s
+// describes, "" when it looks the same (a time unknown on either side is
+// not compared).
+func (s *InputStat) Changed(size, modNS int64) string {
+	switch {
+	case s == nil:
+		return ""
+	case s.Size != size:
+		return fmt.Sprintf("%d bytes then, %d now", s.Size, size)
+	case s.ModNS != 0 && modNS != 0 && s.ModNS != modNS:
+		return fmt.Sprintf("modified %s then, %s now", time.Unix(0, s.ModNS).UTC().Format(time.RFC3339Nano), time.Unix(0, modNS).UTC().Format(time.RFC3339Nano))
+	}
+	return ""
+}
+
 func (d OutDir) markerPath(name string) string {
 	return d.Join(DoneDir, name+".json")
 }
+
+// MarkerPath is where the completion marker of the shard named name is
+// (removing it by hand makes the next run redo that shard).
+func (d OutDir) MarkerPath(name string) string { return d.markerPath(name) }
 
 // Done reports whether the shard named name has a completion marker whose
 // part is in place, and returns the marker. A marker without its part (a

@@ -38,7 +38,7 @@ func ExpandInputs(inputs []string, log *slog.Logger) ([]Shard, error) {
 		if key == "" {
 			key = filepath.Base(s.Path)
 		}
-		out[i] = Shard{Key: key, Path: s.Path, Size: s.Size, Ref: s}
+		out[i] = Shard{Key: key, Path: s.Path, Size: s.Size, ModNS: s.ModNS, Ref: s}
 	}
 	return out, nil
 }

@@ -230,7 +230,8 @@ func (r *runner) maybeFinish(sr *shardRun) error {
 		return err
 	}
 	crashPoint("rejects")
-	m := jobs.Marker{Shard: sr.Key, Path: sr.Path, Part: filepath.Base(r.od.PartPath(sr.name)), RowsIn: sr.total, RowsOut: sr.rowsOut, Rejected: sr.rejected, Tokens: sr.tokens}
+	m := jobs.Marker{Shard: sr.Key, Path: sr.Path, Part: filepath.Base(r.od.PartPath(sr.name)), RowsIn: sr.total, RowsOut: sr.rowsOut, Rejected: sr.rejected, Tokens: sr.tokens,
+		Input: &jobs.InputStat{Size: sr.Size, ModNS: sr.ModNS}}
 	if sr.fileErr != nil {
 		m.BadFile = sr.fileErr.Error()
 	}

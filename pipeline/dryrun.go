@@ -84,6 +84,7 @@ func DryRun(ctx context.Context, cfg Config, calibrate int) (*Plan, error) {
 	shards = resolveKeys(shards, od)
 	var todo []Shard
 	var previousRows int64
+	var changed []string
 	for _, i := range jobs.Assign(len(shards), cfg.Placement) {
 		sh := shards[i]
 		name := od.NameFor(sh.Key)
@@ -91,6 +92,9 @@ func DryRun(ctx context.Context, cfg Config, calibrate int) (*Plan, error) {
 		// Read-only version of OutDir.Done: a marker counts with its part.
 		if m := od.Marked(name); m != nil && out.merge != stdoutName {
 			if ok, _ := od.Exists(od.PartPath(name)); ok {
+				if c := shardChange(od, name, m, sh); c != "" {
+					changed = append(changed, c)
+				}
 				p.ShardsAlreadyDone++
 				previousRows += m.RowsIn
 				continue
@@ -100,6 +104,9 @@ func DryRun(ctx context.Context, cfg Config, calibrate int) (*Plan, error) {
 		p.BytesToDo += sh.Size
 	}
 	p.ShardsToDo = len(todo)
+	if len(changed) > 0 {
+		p.Notes = append(p.Notes, "the run would refuse: "+changedShardsError(out.dir, changed).Error())
+	}
 
 	opts := cfg.readOptions()
 	var unknownBytes int64

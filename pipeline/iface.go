@@ -21,7 +21,10 @@ type Shard struct {
 	Key  string // stable name (path relative to the input), used for the part name
 	Path string // what Source.Open opens
 	Size int64  // bytes on disk, for progress and ETA
-	Ref  any    // the Source's own handle
+	// ModNS is the modification time (Unix ns; 0 when unknown), kept in
+	// the shard's completion marker with Size (jobs.InputStat).
+	ModNS int64
+	Ref   any // the Source's own handle
 }
 
 // Value is a nullable passthrough value (strings as they are, other JSON

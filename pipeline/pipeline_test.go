@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -294,6 +295,96 @@ func TestManifestRefusesOtherJob(t *testing.T) {
 	}
 	if rows := readRows(t, out); rows[0]["embedding"] == nil {
 		t.Fatalf("forced rerun did not recompute: %v", rows[0])
+	}
+}
+
+// TestChangedShardRefused: a rerun into an output whose finished shard has
+// changed since (its size, or its modification time) stops and names the
+// shard and its marker; a shard added to the input is just done; removing
+// the named marker redoes that shard; a marker from before markers carried
+// the input's identity is trusted as before.
+func TestChangedShardRefused(t *testing.T) {
+	src, shards := corpus(3, 10)
+	for i := range shards {
+		shards[i].ModNS = int64(1000 + i)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	cfg := testConfig(t, jobs.TaskScore, src, shards, out)
+	if sum, err := Run(context.Background(), cfg); err != nil || sum.ShardsDone != 3 {
+		t.Fatalf("%+v %v", sum, err)
+	}
+	od := jobs.OutDir{Path: out}
+	marker := od.MarkerPath(od.NameFor(shards[1].Key))
+	if m := od.Marked(od.NameFor(shards[1].Key)); m == nil || m.Input == nil || m.Input.Size != shards[1].Size || m.Input.ModNS != 1001 {
+		t.Fatalf("marker records no input identity: %+v", m)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(sh *Shard)
+	}{
+		{"size", func(sh *Shard) { sh.Size++ }},
+		{"mtime", func(sh *Shard) { sh.ModNS++ }},
+	} {
+		changed := slices.Clone(shards)
+		tc.edit(&changed[1])
+		cfg.Shards = changed
+		_, err := Run(context.Background(), cfg)
+		if err == nil || !strings.Contains(err.Error(), "changed since") || !strings.Contains(err.Error(), shards[1].Path) || !strings.Contains(err.Error(), marker) {
+			t.Fatalf("%s changed: %v, want a refusal naming %s and %s", tc.name, err, shards[1].Path, marker)
+		}
+		plan, err := DryRun(context.Background(), cfg, 0)
+		if err != nil || !strings.Contains(strings.Join(plan.Notes, "\n"), "would refuse: 1 input shard(s) changed") {
+			t.Fatalf("%s changed: dry run %v %v, want it to say the run would refuse", tc.name, plan, err)
+		}
+	}
+	// the same shard read from another path (the input copied elsewhere,
+	// with new times) is compared by size only
+	moved := slices.Clone(shards)
+	moved[1].Path, moved[1].ModNS = "elsewhere/s1.jsonl", 5
+	src.shards[moved[1].Path] = src.shards[shards[1].Path]
+	cfg.Shards = moved
+	if sum, err := Run(context.Background(), cfg); err != nil || sum.ShardsAlreadyDone != 3 {
+		t.Fatalf("moved input: %+v %v", sum, err)
+	}
+	// a new shard is simply done
+	src2, more := corpus(4, 10)
+	for i := range more {
+		more[i].ModNS = int64(1000 + i)
+	}
+	cfg.Source, cfg.Shards = src2, more
+	if sum, err := Run(context.Background(), cfg); err != nil || sum.ShardsDone != 1 || sum.ShardsAlreadyDone != 3 {
+		t.Fatalf("added shard: %+v %v", sum, err)
+	}
+	// removing the named marker redoes just that shard
+	changed := slices.Clone(more)
+	changed[1].Size++
+	cfg.Shards = changed
+	if err := os.Remove(marker); err != nil {
+		t.Fatal(err)
+	}
+	if sum, err := Run(context.Background(), cfg); err != nil || sum.ShardsDone != 1 || sum.ShardsAlreadyDone != 3 {
+		t.Fatalf("after removing the marker: %+v %v", sum, err)
+	}
+	if got := byID(t, readRows(t, out)); len(got) != 40 {
+		t.Fatalf("%d rows, want 40", len(got))
+	}
+	// a marker without the input's identity (older onecore) is trusted
+	b, err := os.ReadFile(marker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "input")
+	b, _ = json.Marshal(m)
+	if err := os.WriteFile(marker, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	changed[1].Size++
+	if sum, err := Run(context.Background(), cfg); err != nil || sum.ShardsAlreadyDone != 4 {
+		t.Fatalf("old marker: %+v %v", sum, err)
 	}
 }
 

@@ -538,6 +538,7 @@ func (r *runner) plan() error {
 		return err
 	}
 	seen := map[string]string{}
+	var changed []string
 	for _, i := range idx {
 		sh := r.cfg.Shards[i]
 		name := r.od.NameFor(sh.Key)
@@ -552,6 +553,9 @@ func (r *runner) plan() error {
 				return err
 			}
 			if done {
+				if c := shardChange(r.od, name, &m, sh); c != "" {
+					changed = append(changed, c)
+				}
 				r.sum.ShardsAlreadyDone++
 				r.sum.Previous.add(m)
 				continue
@@ -560,8 +564,41 @@ func (r *runner) plan() error {
 		r.work = append(r.work, &shardRun{Shard: sh, name: name})
 		r.total += sh.Size
 	}
+	if len(changed) > 0 {
+		return changedShardsError(r.out.dir, changed)
+	}
 	r.sum.ShardsToDo = len(r.work)
 	return nil
+}
+
+// shardChange describes how the finished shard sh (marker m) changed since
+// it was read, "" when it did not. A shard now read from another path than
+// the marker's (the input copied or moved: a copy has new times) is
+// compared by size only.
+func shardChange(od jobs.OutDir, name string, m *jobs.Marker, sh Shard) string {
+	modNS := sh.ModNS
+	if m.Path != sh.Path {
+		modNS = 0
+	}
+	how := m.Input.Changed(sh.Size, modNS)
+	if how == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s (%s; marker %s)", sh.Path, how, od.MarkerPath(name))
+}
+
+// changedShardsError refuses to resume an output some of whose finished
+// shards have changed since: their results there are of the old content,
+// and carrying on would finish the job on a mix of two versions of the
+// input, with nothing in the output to say which rows are which.
+func changedShardsError(out string, changed []string) error {
+	list := changed
+	if len(list) > 5 {
+		list = append(list[:5:5], fmt.Sprintf("and %d more", len(changed)-5))
+	}
+	return fmt.Errorf("%d input shard(s) changed since %s recorded their results: %s; its results for them are of the old content. "+
+		"Remove those markers to redo just those shards, or write the job to another --out",
+		len(changed), out, strings.Join(list, "; "))
 }
 
 // waitForOthers waits until no other process holds the lock of a shard

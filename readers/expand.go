@@ -153,8 +153,8 @@ func (e *expander) expandRemote(in string) error {
 		return fmt.Errorf("input %q: %w", in, err)
 	}
 	if l.Key != "" && !strings.HasSuffix(l.Key, "/") && FormatOf(l.Key) != FormatUnknown {
-		if n, err := blobstore.Size(ctx, in); err == nil {
-			e.shards = append(e.shards, Shard{Path: in, Rel: path.Base(l.Key), Size: n, Format: FormatOf(l.Key)})
+		if n, mod, err := blobstore.Stat(ctx, in); err == nil {
+			e.shards = append(e.shards, Shard{Path: in, Rel: path.Base(l.Key), Size: n, ModNS: mod, Format: FormatOf(l.Key)})
 			return nil
 		} else if !blobstore.IsNotExist(err) {
 			return fmt.Errorf("input %q: %w", in, err)
@@ -177,7 +177,7 @@ func (e *expander) expandRemote(in string) error {
 			e.remote = map[string]bool{}
 		}
 		e.remote[o.Path] = true
-		e.shards = append(e.shards, Shard{Path: o.Path, Rel: o.Rel, Size: o.Size, Format: FormatOf(o.Rel)})
+		e.shards = append(e.shards, Shard{Path: o.Path, Rel: o.Rel, Size: o.Size, ModNS: o.ModNS, Format: FormatOf(o.Rel)})
 	}
 	if found == 0 {
 		return fmt.Errorf("input %q: no .parquet or .jsonl[.gz|.zst] objects found under it", in)
@@ -215,7 +215,7 @@ func (e *expander) add(path, rel string, info fs.FileInfo, viaLink bool) {
 	e.found++
 	clean := filepath.Clean(path)
 	id := fileID(info, clean)
-	sh := Shard{Path: clean, Rel: filepath.ToSlash(rel), Size: info.Size(), Format: FormatOf(clean)}
+	sh := Shard{Path: clean, Rel: filepath.ToSlash(rel), Size: info.Size(), ModNS: info.ModTime().UnixNano(), Format: FormatOf(clean)}
 	i, dup := e.byID[id]
 	if !dup {
 		e.byID[id] = len(e.shards)

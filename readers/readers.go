@@ -48,9 +48,13 @@ func (f Format) String() string {
 
 // Shard is one input file.
 type Shard struct {
-	Path   string // path as opened
-	Rel    string // path relative to the input (directory or glob) it came from; the base name for a plain file
-	Size   int64  // bytes on disk
+	Path string // path as opened
+	Rel  string // path relative to the input (directory or glob) it came from; the base name for a plain file
+	Size int64  // bytes on disk
+	// ModNS is the file's or object's modification time in Unix
+	// nanoseconds, 0 when unknown: with Size, what tells a later run
+	// that a shard changed since it was processed.
+	ModNS  int64
 	Format Format
 }
 
