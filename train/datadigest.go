@@ -32,14 +32,21 @@ func (d *dataDigest) add(fields ...string) {
 	}
 }
 
-// addInts feeds a list of numbers (a corpus's size and token counts).
+// addInts feeds a list of numbers (a corpus's document offsets and token
+// counts), length-prefixed, through a fixed buffer: a corpus of millions
+// of documents is not copied whole.
 func (d *dataDigest) addInts(v ...int64) {
-	b := make([]byte, 8*(len(v)+1))
-	binary.LittleEndian.PutUint64(b, uint64(len(v)))
-	for i, x := range v {
-		binary.LittleEndian.PutUint64(b[8*(i+1):], uint64(x))
+	var buf [8 * 512]byte
+	binary.LittleEndian.PutUint64(buf[:], uint64(len(v)))
+	d.h.Write(buf[:8])
+	for len(v) > 0 {
+		n := min(len(v), 512)
+		for i, x := range v[:n] {
+			binary.LittleEndian.PutUint64(buf[8*i:], uint64(x))
+		}
+		d.h.Write(buf[:8*n])
+		v = v[n:]
 	}
-	d.h.Write(b)
 }
 
 // String is the digest as saved in TrainState.Data.

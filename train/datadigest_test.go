@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -106,5 +107,39 @@ func TestResumeRefusesChangedData(t *testing.T) {
 				t.Fatalf("resume of a state without a digest: %v", err)
 			}
 		})
+	}
+}
+
+// TestDataDigest: field boundaries and every number count, across the
+// buffer's chunk boundary.
+func TestDataDigest(t *testing.T) {
+	of := func(f func(d *dataDigest)) string {
+		d := newDataDigest()
+		f(d)
+		return d.String()
+	}
+	if of(func(d *dataDigest) { d.add("ab", "c") }) == of(func(d *dataDigest) { d.add("a", "bc") }) {
+		t.Error(`("ab", "c") and ("a", "bc") digest alike`)
+	}
+	if of(func(d *dataDigest) { d.add("a"); d.add("b") }) == of(func(d *dataDigest) { d.add("a", "b") }) {
+		t.Error("two records and one record of two fields digest alike")
+	}
+	nums := make([]int64, 1300)
+	for i := range nums {
+		nums[i] = int64(i * 7)
+	}
+	base := of(func(d *dataDigest) { d.addInts(nums...) })
+	if base != of(func(d *dataDigest) { d.addInts(slices.Clone(nums)...) }) {
+		t.Error("the same numbers digest differently")
+	}
+	for _, i := range []int{0, 511, 512, 1023, 1299} {
+		c := slices.Clone(nums)
+		c[i]++
+		if of(func(d *dataDigest) { d.addInts(c...) }) == base {
+			t.Errorf("changing number %d leaves the digest", i)
+		}
+	}
+	if of(func(d *dataDigest) { d.addInts(nums[:600]...); d.addInts(nums[600:]...) }) == base {
+		t.Error("one list and the same numbers in two lists digest alike")
 	}
 }
