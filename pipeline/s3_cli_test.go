@@ -462,3 +462,34 @@ func TestS3SingleObject(t *testing.T) {
 		t.Fatalf("ranks: exit %d\n%s", code, stderr)
 	}
 }
+
+// TestS3ChangedShardRefused: on object storage too, a rerun into an output
+// whose finished shard was rewritten since (its LastModified moved) stops
+// with exit 1 naming the shard and its marker; removing that marker redoes
+// the shard, and every row is there exactly once.
+func TestS3ChangedShardRefused(t *testing.T) {
+	f := newS3Fixture(t)
+	out := f.bucket + "/chg/"
+	if _, stderr, code := f.run(t, nil, f.args(out)...); code != 3 {
+		t.Fatalf("first run: exit %d\n%s", code, stderr)
+	}
+	// the posix backend's LastModified is the file's mtime
+	shard := f.local("in/s01.jsonl.zst")
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(shard, later, later); err != nil {
+		t.Fatal(err)
+	}
+	marker := out + jobs.DoneDir + "/" + jobs.PartName("s01.jsonl.zst") + ".json"
+	_, stderr, code := f.run(t, nil, f.args(out)...)
+	if code != 1 || !strings.Contains(stderr, "changed since") || !strings.Contains(stderr, f.bucket+"/in/s01.jsonl.zst") || !strings.Contains(stderr, marker) {
+		t.Fatalf("rerun after the shard changed: exit %d, want 1 naming the shard and %s\n%s", code, marker, stderr)
+	}
+	if err := os.Remove(f.local("chg/" + jobs.DoneDir + "/" + jobs.PartName("s01.jsonl.zst") + ".json")); err != nil {
+		t.Fatal(err)
+	}
+	sum, stderr, code := f.run(t, nil, f.args(out)...)
+	if code != 0 && code != 3 || sum.ShardsDone != 1 || sum.ShardsAlreadyDone != 5 {
+		t.Fatalf("after removing the marker: exit %d, %+v\n%s", code, sum, stderr)
+	}
+	f.checkOnce(t, "chg", "parquet")
+}
