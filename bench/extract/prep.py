@@ -566,6 +566,9 @@ def main():
             info[split] = {"records": len(rows), "absent": sum(r["answer"] is None for r in rows)}
         manifest["families"][fam] = info
         log(fam, json.dumps(info))
+        if info["train"]["absent"] == 0:
+            log(f"warning: {fam} has no absent records (its documents all hold the answer, and no other family "
+                "was built to lend some): a head trained on it never learns to abstain; add families to --families")
     with open(os.path.join(a.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
 
