@@ -357,6 +357,9 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 			trainDocs = append(trainDocs, d)
 		}
 	}
+	if len(docs) > 0 && absent == len(docs) {
+		return nil, fmt.Errorf("data %v: every record says the answer is not present (null): there is nothing to learn to extract", o.Data)
+	}
 	if len(trainDocs) == 0 || len(valDocs) == 0 {
 		return nil, fmt.Errorf("data: %d training and %d held-out records; need both (adjust --val-permille)", len(trainDocs), len(valDocs))
 	}
@@ -366,6 +369,13 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 		"whole_words", gen.SpanWholeWords, "one_line", gen.SpanOneLine)
 	if lost > 0 {
 		log.Warn("answers beyond --max-tokens were trained as \"not present\"", "records", lost, "max_tokens", o.MaxTokens)
+	}
+	if absent == 0 {
+		// The null is then never a target: the head learns to answer every
+		// document, and extract will pick some span of documents that do
+		// not hold the field.
+		log.Warn("no record says the answer is not present (answer null): the head will not learn to abstain; " +
+			"label some documents that lack the field with a null answer")
 	}
 	if ambiguous > 0 {
 		log.Warn("answers given as strings that occur more than once in their text are trained at the first occurrence; "+

@@ -338,3 +338,33 @@ func TestExtractWarnsAmbiguousAnswers(t *testing.T) {
 		t.Fatalf("want a warning counting 2 ambiguous string answers, got %q", warn)
 	}
 }
+
+// TestExtractAbsenceChecks: data without a single null answer trains with
+// a warning that the head will not learn to abstain; data whose every
+// answer is null is refused.
+func TestExtractAbsenceChecks(t *testing.T) {
+	from := randomCheckpoint(t)
+	var present, absent []map[string]any
+	for _, r := range codeRecords(60, 5) {
+		if r["answer"] != nil {
+			present = append(present, r)
+		} else {
+			absent = append(absent, r)
+		}
+	}
+	o := extractTestOptions(from, t.TempDir(), writeRecords(t, present))
+	o.Freeze, o.Epochs = true, 1
+	var logs strings.Builder
+	o.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	if _, err := Extract(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "will not learn to abstain") {
+		t.Errorf("no warning for data without a null answer:\n%s", logs.String())
+	}
+	o = extractTestOptions(from, t.TempDir(), writeRecords(t, absent))
+	o.Freeze, o.Epochs = true, 1
+	if _, err := Extract(context.Background(), o); err == nil || !strings.Contains(err.Error(), "every record says the answer is not present") {
+		t.Errorf("data without any answer: %v, want a refusal", err)
+	}
+}
