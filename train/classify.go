@@ -354,6 +354,7 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 
 	var opt *AdamW
 	st := &TrainState{Seed: o.Seed, Options: o.fingerprint(), Data: dg.String()}
+	fresh := st
 	var rep *ClassifyReport
 	if o.Resume && statErr == nil {
 		// the head fit is in the saved master weights
@@ -362,10 +363,7 @@ func Classify(ctx context.Context, o ClassifyOptions) (*ClassifyReport, error) {
 		if st, err = loadTrainState(o.Out, p, opt); err != nil {
 			return nil, fmt.Errorf("resume: %w", err)
 		}
-		if st.Options != o.fingerprint() {
-			return nil, fmt.Errorf("resume: %s was written with different options (fingerprint %s, now %s); use the same flags", statePath, st.Options, o.fingerprint())
-		}
-		if err := checkResumeData(statePath, st, dg.String()); err != nil {
+		if err := checkResume(statePath, st, fresh); err != nil {
 			return nil, err
 		}
 		log.Info("resumed", "step", st.Step)

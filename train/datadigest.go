@@ -65,15 +65,20 @@ func corpusDigest(train, val *Corpus, counts []int64) string {
 	return d.String()
 }
 
-// checkResumeData refuses a resume whose data differ from those the state
-// was written with. A state from before the digest existed (Data empty) is
-// resumed as before and carries the digest from then on.
-func checkResumeData(statePath string, st *TrainState, digest string) error {
-	if st.Data != "" && st.Data != digest {
+// checkResume refuses to resume the state st (read from statePath) into a
+// run whose fresh state is now: with other options (their fingerprint), or
+// with data that differ from those st was written with (the digest). A
+// state from before the digest existed (Data empty) is resumed as before
+// and carries the digest from then on.
+func checkResume(statePath string, st, now *TrainState) error {
+	if st.Options != now.Options {
+		return fmt.Errorf("resume: %s was written with different options (fingerprint %s, now %s); use the same flags", statePath, st.Options, now.Options)
+	}
+	if st.Data != "" && st.Data != now.Data {
 		return fmt.Errorf("resume: the training data differ from those %s was written with (data digest %s, now %s): "+
 			"resuming would train one run on two datasets; resume with the original data, or start a new run in another --out",
-			statePath, st.Data, digest)
+			statePath, st.Data, now.Data)
 	}
-	st.Data = digest
+	st.Data = now.Data
 	return nil
 }

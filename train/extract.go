@@ -401,14 +401,12 @@ func Extract(ctx context.Context, o ExtractOptions) (*ExtractReport, error) {
 
 	opt := NewAdamW(p, o.WeightDecay)
 	st := &TrainState{Seed: o.Seed, Options: o.fingerprint(), Data: dg.String()}
+	fresh := st
 	if o.Resume && statErr == nil {
 		if st, err = loadTrainState(o.Out, p, opt); err != nil {
 			return nil, fmt.Errorf("resume: %w", err)
 		}
-		if st.Options != o.fingerprint() {
-			return nil, fmt.Errorf("resume: %s was written with different options (fingerprint %s, now %s); use the same flags", statePath, st.Options, o.fingerprint())
-		}
-		if err := checkResumeData(statePath, st, dg.String()); err != nil {
+		if err := checkResume(statePath, st, fresh); err != nil {
 			return nil, err
 		}
 		log.Info("resumed", "step", st.Step)

@@ -232,8 +232,8 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 	totalSteps := max(1, o.Tokens/rowTokens)
 	sched := Schedule{LR: o.LR, MinLR: o.MinLR, Warmup: capWarmup(o.Warmup, totalSteps, log), Total: totalSteps}
 	packer := &Packer{C: train, RowLen: o.SeqLen, Seed: o.Seed}
-	digest := corpusDigest(train, val, counts)
-	st := &TrainState{Seed: o.Seed, Options: o.fingerprint(), Data: digest}
+	st := &TrainState{Seed: o.Seed, Options: o.fingerprint(), Data: corpusDigest(train, val, counts)}
+	fresh := st
 	if o.Resume && statErr != nil {
 		log.Info("no train_state/ in the output directory: starting a new run", "dir", o.Out)
 	}
@@ -242,10 +242,7 @@ func Pretrain(ctx context.Context, o PretrainOptions) error {
 		if err != nil {
 			return fmt.Errorf("resume: %w", err)
 		}
-		if st.Options != o.fingerprint() {
-			return fmt.Errorf("resume: %s was written with different options (fingerprint %s, now %s); use the same flags", statePath, st.Options, o.fingerprint())
-		}
-		if err := checkResumeData(statePath, st, digest); err != nil {
+		if err := checkResume(statePath, st, fresh); err != nil {
 			return err
 		}
 		packer.Cur = st.Cursor

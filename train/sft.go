@@ -178,16 +178,13 @@ func SFT(ctx context.Context, o SFTOptions) error {
 	totalSteps := max(1, int64(math.Ceil(o.Epochs*float64(len(train.Tokens))/float64(rowTokens))))
 	sched := Schedule{LR: o.LR, MinLR: o.MinLR, Warmup: capWarmup(o.Warmup, totalSteps, log), Total: totalSteps}
 	packer := &Packer{C: train, RowLen: o.SeqLen, Seed: o.Seed}
-	digest := dg.String()
-	st := &TrainState{Seed: o.Seed, Options: o.fingerprint(), Data: digest}
+	st := &TrainState{Seed: o.Seed, Options: o.fingerprint(), Data: dg.String()}
+	fresh := st
 	if o.Resume && statErr == nil {
 		if st, err = loadTrainState(o.Out, p, opt); err != nil {
 			return fmt.Errorf("resume: %w", err)
 		}
-		if st.Options != o.fingerprint() {
-			return fmt.Errorf("resume: %s was written with different options (fingerprint %s, now %s); use the same flags", statePath, st.Options, o.fingerprint())
-		}
-		if err := checkResumeData(statePath, st, digest); err != nil {
+		if err := checkResume(statePath, st, fresh); err != nil {
 			return err
 		}
 		packer.Cur = st.Cursor

@@ -213,6 +213,8 @@ def fam_signature(a):
 # titles ("Regards, Eric", "Thanks, Whit", "Dr. Marc Baaden").
 SIGN_OFF_WORDS = {"regards", "best", "kind", "warm", "thanks", "thank", "you", "cheers", "sincerely", "ciao",
                   "later", "take", "care", "yours", "truly", "love", "dr", "mr", "mrs", "ms", "prof"}
+# A reply's quoted line (">", "|" and ")" prefixes).
+QUOTED = re.compile(r"\s*[>|)]")
 # Markup that makes a line a piece of an HTML page, not a sign-off.
 HTML_TAG = re.compile(r"</?(?:html|head|body|p|br|div|font|span|td|tr|table|a|b|i|u|img|li|ul|center|meta|h[1-6])\b", re.I)
 
@@ -232,7 +234,7 @@ def on_sign_off_line(text, at, cand):
     s = text.rfind("\n", 0, at) + 1
     e = text.find("\n", at)
     line = text[s:e if e >= 0 else len(text)]
-    if re.match(r"\s*[>|)]", line) or HTML_TAG.search(line):
+    if QUOTED.match(line) or HTML_TAG.search(line):
         return False
     before = [w for w in (w.strip(".,;:!-~*/\"'()").lower() for w in line[: at - s].split()) if w]
     if any(w not in SIGN_OFF_WORDS for w in before):
@@ -284,7 +286,7 @@ def looks_signed(text):
     # blank, past the first two lines (a greeting).
     for i in range(2, len(lines) - 1):
         line, prev = lines[i], lines[i - 1]
-        if (line.strip() and not re.match(r"\s*[>|)]", line) and SIGN_OFF.match(line) and not CLOSING.match(line)
+        if (line.strip() and not QUOTED.match(line) and SIGN_OFF.match(line) and not CLOSING.match(line)
                 and (not prev.strip() or CLOSING.match(prev)) and not lines[i + 1].strip()):
             return True
     return False
