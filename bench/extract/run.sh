@@ -64,6 +64,18 @@ sft_decode() {
   row "$fam" "$system" "$(python3 "$here/score.py" "$data/$fam.test.jsonl" "$d/$tag-pred.jsonl" --json)" \
     "$(docs_per_s "$d/$tag-extract.json")" "$sft_s"
 }
+# span_decode SYSTEM SUFFIX [FLAGS...]: answer the family's test split with
+# its span head (pinned to one core) with the extract FLAGS, into
+# pred$SUFFIX.jsonl, and add its scored row
+span_decode() {
+  local system=$1 sfx=$2
+  shift 2
+  rm -rf "$d/pred$sfx.jsonl"
+  taskset -c "$core" "$ONECORE" extract --task extract --model "$d/model" --in "$data/$fam.test.jsonl" "$@" \
+    --question-field question --out "$d/pred$sfx.jsonl" --workers 1 --progress none --summary "$d/extract$sfx.json" >/dev/null 2>"$d/extract$sfx.log"
+  row "$fam" "$system" "$(python3 "$here/score.py" "$data/$fam.test.jsonl" "$d/pred$sfx.jsonl" --json)" \
+    "$(docs_per_s "$d/extract$sfx.json")" "$train_s"
+}
 for fam in $families; do
   d=$out/$fam
   mkdir -p "$d"
@@ -91,17 +103,8 @@ PY
       "${workers[@]}" "${resume[@]}" ${TRAIN_FLAGS:-} 2>&1 | tee "$d/train.log" | grep -E 'eval|sample|example' >&2 || true
   fi
   train_s=$(( $(date +%s) - t0 ))
-  rm -rf "$d/pred.jsonl"
-  taskset -c "$core" "$ONECORE" extract --task extract --model "$d/model" --in "$data/$fam.test.jsonl" \
-    --question-field question --out "$d/pred.jsonl" --workers 1 --progress none --summary "$d/extract.json" >/dev/null 2>"$d/extract.log"
-  dps=$(docs_per_s "$d/extract.json")
-  row "$fam" span_head "$(python3 "$here/score.py" "$data/$fam.test.jsonl" "$d/pred.jsonl" --json)" "$dps" "$train_s"
-  if [[ -n ${INT8:-} ]]; then
-    rm -rf "$d/pred-int8.jsonl"
-    taskset -c "$core" "$ONECORE" extract --task extract --model "$d/model" --in "$data/$fam.test.jsonl" --int8 \
-      --question-field question --out "$d/pred-int8.jsonl" --workers 1 --progress none --summary "$d/extract-int8.json" >/dev/null 2>"$d/extract-int8.log"
-    row "$fam" span_head_int8 "$(python3 "$here/score.py" "$data/$fam.test.jsonl" "$d/pred-int8.jsonl" --json)" "$(docs_per_s "$d/extract-int8.json")" "$train_s"
-  fi
+  span_decode span_head ""
+  [[ -n ${INT8:-} ]] && span_decode span_head_int8 -int8 --int8
   t0=$(date +%s.%N)
   taskset -c "$core" python3 "$here/baseline.py" "$fam" "$data/$fam.test.jsonl" "$d/baseline.jsonl"
   n=$(wc -l <"$data/$fam.test.jsonl")
