@@ -59,6 +59,7 @@ func TestBundledBasesLoad(t *testing.T) {
 	}{
 		{Base, 256, 6},
 		{BaseSmall, 128, 4},
+		{BaseTiny, 64, 2},
 	} {
 		dir, err := BundledDir(tc.name)
 		if err != nil {
@@ -79,14 +80,19 @@ func TestBundledBasesLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := FS(BaseSmall)
+	ta, err := fs.ReadFile(a, "tokenizer.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ta, errA := fs.ReadFile(a, "tokenizer.json")
-	tb, errB := fs.ReadFile(b, "tokenizer.json")
-	if errA != nil || errB != nil || !bytes.Equal(ta, tb) {
-		t.Errorf("base and base-small tokenizers differ (errors %v, %v)", errA, errB)
+	for _, name := range []string{BaseSmall, BaseTiny} {
+		b, err := FS(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb, err := fs.ReadFile(b, "tokenizer.json")
+		if err != nil || !bytes.Equal(ta, tb) {
+			t.Errorf("base and %s tokenizers differ (error %v)", name, err)
+		}
 	}
 }
 
@@ -101,7 +107,7 @@ func TestBundledInt8(t *testing.T) {
 		"Copyright: 2008-2012 Jane Doe <jane@example.org>\nLicense: GPL-2+",
 		"NAME\n       grep - print lines that match patterns",
 	}
-	for _, name := range []string{Base, BaseSmall, Spam} {
+	for _, name := range []string{Base, BaseSmall, BaseTiny, Spam} {
 		dir, err := BundledDir(name)
 		if err != nil {
 			t.Fatal(err)

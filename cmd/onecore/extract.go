@@ -179,7 +179,7 @@ SLURM_PROCID/SLURM_NTASKS, or JOB_COMPLETION_INDEX with --world. Rank r takes
 shards i with i mod world == r. A lock per part keeps overlapping runs (cron)
 from writing the same part. See 'onecore jobs render'.
 
-Model: --model DIR (or the name of a bundled model: base, base-small, spam), else
+Model: --model DIR (or the name of a bundled model: base, base-small, base-tiny, spam), else
 $ONECORE_MODEL, else a bundled model: spam (the spam/ham classifier) to
 classify by a head, base (the pretrained language model) for score, embed,
 extract and classify --labels.

@@ -119,7 +119,7 @@ with --resume continues bit for bit.
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&from, "from", "", "source checkpoint directory (with tokenizer.json), or a bundled model: base, base-small")
+	f.StringVar(&from, "from", "", "source checkpoint directory (with tokenizer.json), or a bundled model: base, base-small, base-tiny")
 	f.StringArrayVar(&data, "data", nil, "JSON Lines file(s) of {text, question?, answer} records (.gz/.zst allowed; repeatable)")
 	f.StringVar(&out, "out", "", "output checkpoint directory")
 	f.StringVar(&o.TextField, "text-field", "text", "record field holding the document text")

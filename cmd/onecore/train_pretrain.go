@@ -275,7 +275,7 @@ func loadFrom(from string) (string, hfTokenizer, string, error) {
 }
 
 // resolveFrom is --from's checkpoint directory: a directory as given, or
-// the name of a bundled model (base, base-small, spam) when no such directory exists.
+// the name of a bundled model (base, base-small, base-tiny, spam) when no such directory exists.
 func resolveFrom(from string) (string, error) {
 	if from == "" {
 		return "", usageError{errors.New("--from is required (a checkpoint directory, or the bundled base model: --from base)")}

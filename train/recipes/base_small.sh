@@ -29,7 +29,10 @@
 #
 # Usage: train/recipes/base_small.sh            (env knobs below)
 #   CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/onecore/recipes/base   (shared with base.sh)
-#   CONFIG=train/recipes/small.json   TOKENS=100000000 (per stage)
+#   NAME=small   the model's name: runs in $CACHE/run-$NAME and run-${NAME}2,
+#                snapshots train/recipes/state/base-$NAME-N, installs into
+#                models/base-$NAME (base_tiny.sh sets NAME=tiny)
+#   CONFIG=train/recipes/$NAME.json   TOKENS=100000000 (per stage)
 #   COPY_CHARS=48000000   BATCH=32 SEQ_LEN=256   EVAL=10000000 CKPT=4000000
 #   WORKERS=   ONECORE=path/to/onecore (else built from this checkout)
 # Measured (2026-12-06, 2-core AMD EPYC Zen 5, AVX-512 BF16): ~60K tokens/s,
@@ -38,9 +41,10 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cache=${CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/onecore/recipes/base}
-config=${CONFIG:-$here/small.json}
+name=${NAME:-small}
+config=${CONFIG:-$here/$name.json}
 tokens=${TOKENS:-100000000}
-log() { echo "[$(date -u +%H:%M:%S)] base_small: $*" >&2; }
+log() { echo "[$(date -u +%H:%M:%S)] base_$name: $*" >&2; }
 if [[ -z ${ONECORE:-} ]]; then
   ONECORE=$cache/onecore
   (cd "$root" && go build -o "$ONECORE" ./cmd/onecore)
@@ -51,7 +55,7 @@ done_stage() { [[ -f $1/.done ]]; }
 stage() {
   local n=$1 out=$2 lr=$3 min_lr=$4 warmup=$5
   shift 5
-  local snap=$here/state/base-small-$n
+  local snap=$here/state/base-$name-$n
   if done_stage "$out"; then
     log "stage $n: done ($out)"
     return
@@ -78,16 +82,16 @@ stage() {
 log "1-2. corpus and copy-rich documents (base_copy.sh)"
 STOP_AFTER=copy CACHE=$cache COPY_CHARS=${COPY_CHARS:-48000000} bash "$here/base_copy.sh"
 data=$cache/data
-stage 1 "$cache/run-small" 3e-3 3e-4 1000
-stage 2 "$cache/run-small2" 1.5e-3 1.5e-4 500 --init-from "$cache/run-small"
-out=$cache/run-small2
+stage 1 "$cache/run-$name" 3e-3 3e-4 1000
+stage 2 "$cache/run-${name}2" 1.5e-3 1.5e-4 500 --init-from "$cache/run-$name"
+out=$cache/run-${name}2
 
 log "5. held-out prose"
 /usr/bin/python3 "$here/eval_base.py" --model "$out" --heldout "$data/heldout" --onecore "$ONECORE"
 
 if [[ ${INSTALL:-} == 1 ]]; then
-  log "6. install into models/base-small"
-  mkdir -p "$root/models/base-small"
+  log "6. install into models/base-$name"
+  mkdir -p "$root/models/base-$name"
   cp "$out/config.json" "$out/model.safetensors" "$out/tokenizer.json" "$out/generation.json" \
-    "$root/models/base-small/"
+    "$root/models/base-$name/"
 fi
