@@ -17,8 +17,9 @@
 //     matter more than the last points of accuracy;
 //   - base-tiny: the tiniest pretrained language model
 //     (train/recipes/base_tiny.sh, d_model 64, 2 layers), a starting point
-//     for `train extract|classify --from base-tiny` when documents/s matter
-//     most (about 1.8× base-small's 2-layer head at 512 tokens);
+//     for `train extract --from base-tiny` when documents/s matter most
+//     (about 2× the documents/s of base-small's 2-layer span head at 512
+//     tokens, for some of its abstention on the hardest family);
 //   - spam: a spam/ham email classifier fine-tuned on SpamAssassin
 //     (train/recipes/default.sh), the default for classify.
 //
