@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"io/fs"
 	"math"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/onecore-dev/onecore/amx"
@@ -154,6 +156,73 @@ func TestBundledInt8(t *testing.T) {
 			if len(a.Class) > 0 && slices.Index(a.Class, slices.Max(a.Class)) != slices.Index(b.Class, slices.Max(b.Class)) {
 				t.Errorf("%s doc %d: label changed under int8: %v vs %v", name, d, a.Class, b.Class)
 			}
+		}
+	}
+}
+
+// The bundled bases must be trained language models, not just loadable
+// files: on plain English sentences (written for this test, so none is in
+// their corpus) each must give the sentences a clearly higher mean
+// log-probability per token than the same words shuffled. A checkpoint with
+// random or scrambled weights has no such margin (a random tiny.json model:
+// −0.08). The margins measured when this test was written: base 3.01,
+// base-small 2.35, base-tiny 2.06 nats/token.
+func TestBundledBasesPreferEnglish(t *testing.T) {
+	texts := []string{
+		"The train was late again this morning, so we walked to the office and arrived just before the meeting started.",
+		"She opened the window to let in some fresh air, and the sound of children playing in the park filled the room.",
+		"If you want to change the settings, open the configuration file in a text editor and restart the service.",
+		"After the storm had passed, the farmers went out to count the damaged trees and repair the broken fences.",
+		"Please send me the report by Friday so that I have enough time to read it before the board meets next week.",
+		"The museum is closed on Mondays, but on every other day of the week it opens at ten and closes at six.",
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var shuffled []string
+	for _, s := range texts {
+		w := strings.Fields(s)
+		rng.Shuffle(len(w), func(i, j int) { w[i], w[j] = w[j], w[i] })
+		shuffled = append(shuffled, strings.Join(w, " "))
+	}
+	for _, name := range []string{Base, BaseSmall, BaseTiny} {
+		dir, err := BundledDir(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ck, err := engine.LoadCheckpoint(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := tokenizer.Load(dir + "/tokenizer.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := engine.NewModelWith(ck, amx.Selected(), engine.ModelOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mean := func(texts []string) float64 {
+			var docs [][]int32
+			for _, s := range texts {
+				docs = append(docs, tok.Encode(s, true))
+			}
+			res, err := engine.NewInstance(m).Prefill(docs, engine.Want{LogProbs: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sum float64
+			n := 0
+			for _, r := range res {
+				for _, lp := range r.LogProbs {
+					sum += float64(lp)
+					n++
+				}
+			}
+			return sum / float64(n)
+		}
+		english, words := mean(texts), mean(shuffled)
+		t.Logf("%s: mean log-prob per token %.3f (English) vs %.3f (shuffled words): margin %.2f nats", name, english, words, english-words)
+		if english-words < 1 {
+			t.Errorf("%s: English beats its shuffled words by %.2f nats/token, want ≥ 1 (a trained language model)", name, english-words)
 		}
 	}
 }
