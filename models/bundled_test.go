@@ -110,18 +110,7 @@ func TestBundledInt8(t *testing.T) {
 		"NAME\n       grep - print lines that match patterns",
 	}
 	for _, name := range []string{Base, BaseSmall, BaseTiny, Spam} {
-		dir, err := BundledDir(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ck, err := engine.LoadCheckpoint(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tok, err := tokenizer.Load(dir + "/tokenizer.json")
-		if err != nil {
-			t.Fatal(err)
-		}
+		ck, tok := loadBundled(t, name)
 		var docs [][]int32
 		for _, s := range texts {
 			docs = append(docs, tok.Encode(s, true))
@@ -184,18 +173,7 @@ func TestBundledBasesPreferEnglish(t *testing.T) {
 		shuffled = append(shuffled, strings.Join(w, " "))
 	}
 	for _, name := range []string{Base, BaseSmall, BaseTiny} {
-		dir, err := BundledDir(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ck, err := engine.LoadCheckpoint(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tok, err := tokenizer.Load(dir + "/tokenizer.json")
-		if err != nil {
-			t.Fatal(err)
-		}
+		ck, tok := loadBundled(t, name)
 		m, err := engine.NewModelWith(ck, amx.Selected(), engine.ModelOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -225,4 +203,22 @@ func TestBundledBasesPreferEnglish(t *testing.T) {
 			t.Errorf("%s: English beats its shuffled words by %.2f nats/token, want ≥ 1 (a trained language model)", name, english-words)
 		}
 	}
+}
+
+// loadBundled loads the bundled checkpoint name and its tokenizer.
+func loadBundled(t *testing.T, name string) (*engine.Checkpoint, *tokenizer.Tokenizer) {
+	t.Helper()
+	dir, err := BundledDir(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck, err := engine.LoadCheckpoint(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Load(dir + "/tokenizer.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ck, tok
 }
