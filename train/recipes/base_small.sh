@@ -27,6 +27,8 @@
 # train_state/) to be committed, and a machine that starts empty restores
 # it from there.
 #
+# The same recipe builds models/base-tiny with NAME=tiny (base_tiny.sh).
+#
 # Usage: train/recipes/base_small.sh            (env knobs below)
 #   CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/onecore/recipes/base   (shared with base.sh)
 #   NAME=small   the model's name: runs in $CACHE/run-$NAME and run-${NAME}2,

@@ -15,4 +15,4 @@
 # installs into models/base-tiny)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-NAME=tiny CONFIG=${CONFIG:-$here/tiny.json} exec bash "$here/base_small.sh"
+NAME=tiny exec bash "$here/base_small.sh"  # its config: $here/tiny.json
