@@ -68,14 +68,15 @@ type parquetFile interface {
 	io.Closer
 }
 
-func openParquet(shard Shard, opts Options) (src *parquetSource, err error) {
+func openParquet(shard Shard, opts Options) (*parquetSource, error) {
 	var (
 		f    parquetFile
 		size int64
 	)
 	if blobstore.Remote(shard.Path) {
 		// Ranged GETs: the footer, then the column chunks the reader asks
-		// for; memory stays the read buffers whatever the object's size.
+		// for, each through one GET once announced (see announce); memory
+		// stays the read buffers whatever the object's size.
 		sz := shard.Size
 		if sz <= 0 {
 			sz = -1
@@ -97,9 +98,15 @@ func openParquet(shard Shard, opts Options) (src *parquetSource, err error) {
 		}
 		f, size = lf, st.Size()
 	}
+	return parquetFromFile(shard.Path, f, size, opts)
+}
+
+// parquetFromFile reads the Parquet file f of the given size; path names
+// it in errors. f is closed on error.
+func parquetFromFile(path string, f parquetFile, size int64, opts Options) (src *parquetSource, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = &FileError{File: shard.Path, Err: fmt.Errorf("corrupt Parquet file (decoder panic: %v)", p)}
+			err = &FileError{File: path, Err: fmt.Errorf("corrupt Parquet file (decoder panic: %v)", p)}
 		}
 		if err != nil {
 			f.Close()
@@ -109,21 +116,21 @@ func openParquet(shard Shard, opts Options) (src *parquetSource, err error) {
 		parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true),
 		parquet.ReadBufferSize(parquetReadBuffer))
 	if err != nil {
-		return nil, &FileError{File: shard.Path, Err: fmt.Errorf("not a readable Parquet file: %w", err)}
+		return nil, &FileError{File: path, Err: fmt.Errorf("not a readable Parquet file: %w", err)}
 	}
-	s := &parquetSource{path: shard.Path, opts: opts, f: f, pf: pf}
+	s := &parquetSource{path: path, opts: opts, f: f, pf: pf}
 	root := pf.Root()
 	textCol := root.Column(opts.TextField)
 	if textCol == nil {
-		return nil, &FileError{File: shard.Path, Err: fmt.Errorf("no column %q (the text field; columns: %v)", opts.TextField, columnNames(root))}
+		return nil, &FileError{File: path, Err: fmt.Errorf("no column %q (the text field; columns: %v)", opts.TextField, columnNames(root))}
 	}
 	if !textCol.Leaf() || textCol.MaxRepetitionLevel() > 0 || textCol.Type().Kind() != parquet.ByteArray {
-		return nil, &FileError{File: shard.Path, Err: fmt.Errorf("column %q (the text field) is %s, want a string column", opts.TextField, describe(textCol))}
+		return nil, &FileError{File: path, Err: fmt.Errorf("column %q (the text field) is %s, want a string column", opts.TextField, describe(textCol))}
 	}
 	s.text = s.cursor(textCol)
 	if c := root.Column(opts.IDField); c != nil {
 		if !c.Leaf() || c.MaxRepetitionLevel() > 0 {
-			return nil, &FileError{File: shard.Path, Err: fmt.Errorf("column %q (the id field) is %s, want a scalar column", opts.IDField, describe(c))}
+			return nil, &FileError{File: path, Err: fmt.Errorf("column %q (the id field) is %s, want a scalar column", opts.IDField, describe(c))}
 		}
 		s.id = s.cursor(c)
 	}
@@ -219,6 +226,7 @@ func (s *parquetSource) next(doc *Document) (err error) {
 		}
 		rg := rgs[s.rg]
 		chunks := rg.ColumnChunks()
+		s.announce(s.rg)
 		for _, lc := range s.cursors {
 			lc.release()
 			if lc.pages != nil {
@@ -324,6 +332,36 @@ func (s *parquetSource) next(doc *Document) (err error) {
 		}
 	}
 	return nil
+}
+
+// announce tells an object's reader which column chunks of row group rg
+// are about to be read, so that each is fetched with one request rather
+// than one per read buffer (see blobstore.ReaderAt.Expect). The ranges are
+// the ones parquet-go reads a chunk from: its dictionary page (or first data
+// page) on, TotalCompressedSize bytes.
+func (s *parquetSource) announce(rg int) {
+	ex, ok := s.f.(interface{ Expect([]blobstore.Range) })
+	if !ok {
+		return
+	}
+	groups := s.pf.Metadata().RowGroups
+	if rg >= len(groups) {
+		return
+	}
+	cols := groups[rg].Columns
+	ranges := make([]blobstore.Range, 0, len(s.cursors))
+	for _, lc := range s.cursors {
+		if lc.index >= len(cols) {
+			continue
+		}
+		md := &cols[lc.index].MetaData
+		off := md.DataPageOffset
+		if md.DictionaryPageOffset != 0 {
+			off = md.DictionaryPageOffset
+		}
+		ranges = append(ranges, blobstore.Range{Off: off, Len: md.TotalCompressedSize})
+	}
+	ex.Expect(ranges)
 }
 
 // utf8 converts bytes to a string under the UTF-8 policy.

@@ -122,6 +122,7 @@ func exerciseObjects(t *testing.T, root string) {
 	if n, err := ra.ReadAt(buf, int64(len(big))-10); n != 10 || err != io.EOF {
 		t.Fatalf("ReadAt at the end = %d, %v; want 10, EOF", n, err)
 	}
+	checkExpect(t, ra, big)
 	st, err := OpenStream(ctx, objs[1].Path, objs[1].Size)
 	if err != nil {
 		t.Fatal(err)
@@ -139,6 +140,86 @@ func exerciseObjects(t *testing.T, root string) {
 	}
 }
 
+// checkExpect reads data (at least 5 MB) through ra with announced ranges,
+// in the patterns a Parquet reader produces and in some it should not, and
+// checks every byte read, the GETs it took and the streams left open.
+func checkExpect(t *testing.T, ra *ReaderAt, data []byte) {
+	t.Helper()
+	read := func(off int64, n int) {
+		t.Helper()
+		buf := make([]byte, n)
+		got, err := ra.ReadAt(buf, off)
+		want := data[off:min(off+int64(n), int64(len(data)))]
+		if got != len(want) || !bytes.Equal(buf[:got], want) || (err != nil && (err != io.EOF || got == n)) {
+			t.Fatalf("ReadAt(%d bytes at %d) = %d, %v", n, off, got, err)
+		}
+	}
+	getsFor := func(what string, want int64, f func()) {
+		t.Helper()
+		g0 := gets.Load()
+		f()
+		if n := gets.Load() - g0; n != want {
+			t.Errorf("%s: %d GETs, want %d", what, n, want)
+		}
+	}
+	open := func(want int) {
+		t.Helper()
+		if len(ra.streams) != want {
+			t.Errorf("%d streams open, want %d", len(ra.streams), want)
+		}
+	}
+
+	a := Range{Off: 100, Len: 3_000_000}
+	b := Range{Off: a.end(), Len: 1_500_000}
+	// The last two are ignored: outside the object.
+	ra.Expect([]Range{a, b, {Off: -1, Len: 5}, {Off: int64(len(data)) - 10, Len: 20}})
+	getsFor("two announced ranges read front to back, interleaved, in uneven steps", 2, func() {
+		for oa, ob := a.Off, b.Off; oa < a.end() || ob < b.end(); {
+			if oa < a.end() {
+				n := min(65536+7, int(a.end()-oa))
+				read(oa, n)
+				oa += int64(n)
+			}
+			if ob < b.end() {
+				n := min(100_000, int(b.end()-ob))
+				read(ob, n)
+				ob += int64(n)
+			}
+		}
+	})
+	open(0) // both read to their end: closed, connections reusable
+	getsFor("a stream, a small skip, a jump ahead, a read behind", 3, func() {
+		read(a.Off, 1000)
+		read(a.Off+1000+5000, 1000)
+		read(a.Off+2_000_000, 1000)
+		read(a.Off+10, 1000)
+	})
+	getsFor("a read across a range's end and one outside every range", 2, func() {
+		read(a.end()-500, 1000)
+		read(50, 10)
+	})
+	open(1)
+	ra.Expect(nil)
+	open(0)
+
+	var many []Range
+	for i := range maxStreams + 2 {
+		many = append(many, Range{Off: int64(i) * 100_000, Len: 50_000})
+	}
+	ra.Expect(many)
+	getsFor("more ranges than streams, each read in two steps", int64(len(many)+2), func() {
+		for _, g := range many {
+			read(g.Off, 10)
+		}
+		open(maxStreams)
+		for _, g := range many {
+			read(g.Off+10, int(g.Len-10))
+		}
+	})
+	open(0)
+	ra.Close()
+}
+
 // TestS3Faults puts a proxy that throttles (503 SlowDown), drops
 // connections and cuts bodies short between onecore and the server: every
 // operation still succeeds, and the retries are counted.
@@ -151,6 +232,7 @@ func TestS3Faults(t *testing.T) {
 	root := s3.Bucket(t)
 	before := Retries()
 	data := bytes.Repeat([]byte("line of text\n"), 200000) // 2.6 MB
+	var streamCuts int64                                   // announced-range GETs cut short
 	for i := range 4 {
 		p := Join(root, "f", string(rune('a'+i))+".txt")
 		w, err := Create(ctx, p, false)
@@ -181,6 +263,19 @@ func TestS3Faults(t *testing.T) {
 				t.Fatalf("ReadAt through faults: %v", err)
 			}
 		}
+		// An announced range, read front to back from one GET that the
+		// proxy may cut short: reopened where it stopped.
+		ra.Expect([]Range{{Off: 10, Len: int64(len(data)) - 20}})
+		cut0 := proxy.Cut.Load()
+		for off := int64(10); off < int64(len(data))-10; off += 65536 {
+			buf := make([]byte, min(65536, int64(len(data))-10-off))
+			n, err := ra.ReadAt(buf, off)
+			if err != nil || !bytes.Equal(buf[:n], data[off:off+int64(n)]) {
+				t.Fatalf("ReadAt of an announced range through faults: %v", err)
+			}
+		}
+		ra.Close()
+		streamCuts += proxy.Cut.Load() - cut0
 		if err := WriteAll(ctx, p+".marker", []byte("m"), true); err != nil && !IsPrecondition(err) {
 			t.Fatalf("conditional create through faults: %v", err)
 		}
@@ -189,6 +284,9 @@ func TestS3Faults(t *testing.T) {
 	t.Logf("faults injected: %d slow, %d dropped, %d cut; retries: %+v", proxy.Slow.Load(), proxy.Dropped.Load(), proxy.Cut.Load(), after)
 	if proxy.Injected() == 0 || after.Total() <= before.Total() {
 		t.Fatalf("no faults or no retries counted: injected %d, retries %+v → %+v", proxy.Injected(), before, after)
+	}
+	if streamCuts == 0 {
+		t.Error("no announced-range GET was cut short: the reopening of a stream went untested")
 	}
 	if after.Throttled == before.Throttled || after.Network == before.Network {
 		t.Errorf("retries by cause %+v → %+v: want both throttling and network retries", before, after)
