@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/smithy-go"
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 )
@@ -213,7 +214,8 @@ func IsNotExist(err error) bool {
 
 // IsPrecondition reports a conditional create that found the object there.
 func IsPrecondition(err error) bool {
-	return gcerrors.Code(err) == gcerrors.FailedPrecondition
+	var ae smithy.APIError // from s3Upload, which calls the SDK directly
+	return gcerrors.Code(err) == gcerrors.FailedPrecondition || (errors.As(err, &ae) && ae.ErrorCode() == "PreconditionFailed")
 }
 
 // ReadAll reads a whole (small) object; a missing one is an error for which

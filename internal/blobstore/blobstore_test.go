@@ -104,6 +104,22 @@ func exerciseObjects(t *testing.T, root string) {
 		t.Fatal("an aborted upload is visible")
 	}
 
+	// Conditional creates through Create: refused when the object is there,
+	// for a single-part object and a multipart one, leaving it as it was.
+	for _, size := range []int{10, PartSize + 10} {
+		w, err := Create(ctx, Join(root, "dir", "big.bin"), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(big[:size])
+		if err := w.Commit(); !IsPrecondition(err) {
+			t.Fatalf("conditional create of %d bytes over an existing object: %v, want a precondition failure", size, err)
+		}
+	}
+	if got, err := ReadAll(ctx, Join(root, "dir", "big.bin")); err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("object after refused conditional creates: %d bytes, %v", len(got), err)
+	}
+
 	objs, err := List(ctx, Join(root, "dir"))
 	if err != nil {
 		t.Fatal(err)
@@ -279,6 +295,20 @@ func TestS3Faults(t *testing.T) {
 		if err := WriteAll(ctx, p+".marker", []byte("m"), true); err != nil && !IsPrecondition(err) {
 			t.Fatalf("conditional create through faults: %v", err)
 		}
+	}
+	// A multipart upload (three parts) through the faults.
+	big := bytes.Repeat([]byte("0123456789abcdef"), (2*PartSize+4321)/16)
+	p := Join(root, "f", "big.bin")
+	w, err := Create(ctx, p, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(big)
+	if err := w.Commit(); err != nil {
+		t.Fatalf("multipart upload through faults: %v", err)
+	}
+	if got, err := ReadAll(ctx, p); err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("multipart upload through faults read back: %d bytes, %v", len(got), err)
 	}
 	after := Retries()
 	t.Logf("faults injected: %d slow, %d dropped, %d cut; retries: %+v", proxy.Slow.Load(), proxy.Dropped.Load(), proxy.Cut.Load(), after)

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"gocloud.dev/blob"
 )
 
@@ -346,7 +347,8 @@ func (s *Stream) Close() error {
 // bucket lifecycle rule reclaims its parts).
 type Writer struct {
 	path   string
-	w      *blob.Writer
+	w      *blob.Writer // gs://, azblob://, and s3:// keys s3Upload cannot write
+	s3     *s3Upload    // s3://
 	cancel context.CancelFunc
 	done   atomic.Bool
 }
@@ -363,6 +365,13 @@ func Create(ctx context.Context, p string, ifNotExist bool) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
+	var client *s3.Client
+	if Scheme(p) == "s3" && b.As(&client) {
+		l, _ := Parse(p)
+		if u := newS3Upload(ctx, client, l.Bucket, key, ifNotExist); u != nil {
+			return &Writer{path: p, s3: u}, nil
+		}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	w, err := b.NewWriter(ctx, key, &blob.WriterOptions{BufferSize: PartSize, MaxConcurrency: 2, IfNotExist: ifNotExist})
 	if err != nil {
@@ -373,11 +382,22 @@ func Create(ctx context.Context, p string, ifNotExist bool) (*Writer, error) {
 }
 
 // Write implements io.Writer.
-func (w *Writer) Write(p []byte) (int, error) { return w.w.Write(p) }
+func (w *Writer) Write(p []byte) (int, error) {
+	if w.s3 != nil {
+		return w.s3.Write(p)
+	}
+	return w.w.Write(p)
+}
 
 // Commit completes the upload: the object appears, whole, at its path.
 func (w *Writer) Commit() error {
 	if !w.done.CompareAndSwap(false, true) {
+		return nil
+	}
+	if w.s3 != nil {
+		if err := w.s3.Commit(); err != nil {
+			return fmt.Errorf("upload %s: %w", w.path, err)
+		}
 		return nil
 	}
 	defer w.cancel()
@@ -391,6 +411,10 @@ func (w *Writer) Commit() error {
 // after Commit.
 func (w *Writer) Abort() {
 	if !w.done.CompareAndSwap(false, true) {
+		return
+	}
+	if w.s3 != nil {
+		w.s3.Abort()
 		return
 	}
 	w.cancel() // a cancelled context makes Close abort the upload

@@ -85,6 +85,8 @@ func openS3(ctx context.Context, bucket string, q url.Values) (*blob.Bucket, err
 		o.DisableLogOutputChecksumValidationSkipped = true
 		if endpoint != "" {
 			o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+			// The client's own calls (s3Upload) as s3blob's below.
+			o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		}
 	})
 	sopts := &s3blob.Options{}
