@@ -22,7 +22,11 @@
 #   S3 server's: e.g. CPUS=1 SERVER_CPUS=0 gives onecore one core of its own
 #   both ways)  SLOW_DUTY=25  ONECORE=path (default:
 #   built from this checkout)  VERSITYGW=path (default: $PATH, GOBIN,
-#   GOPATH/bin)
+#   GOPATH/bin)  KEEPALIVE=1 (0: the server closes every connection after
+#   one request, versitygw's default; object stores in production keep
+#   connections open)  TLS=0 (1: HTTPS with a self-signed certificate made
+#   by openssl, as real endpoints are; the SDK then sends unsigned payloads
+#   instead of hashing them for SigV4)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 dir=${1:-/tmp/onecore-objstore}
@@ -52,10 +56,21 @@ fi
 store=$dir/store
 rm -rf "$store" && mkdir -p "$store/bench"
 port=$((20000 + RANDOM % 20000))
-ROOT_ACCESS_KEY=bench ROOT_SECRET_KEY=benchsecret taskset -c "$server_cpus" "$vgw" --port "127.0.0.1:$port" posix "$store" >"$dir/versitygw.log" 2>&1 &
+vgw_flags=(--quiet) # no line per request on the server's stdout
+[[ ${KEEPALIVE:-1} == 1 ]] && vgw_flags+=(--keep-alive)
+scheme=http
+if [[ ${TLS:-0} == 1 ]]; then
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=127.0.0.1 \
+		-addext subjectAltName=IP:127.0.0.1 -keyout "$dir/key.pem" -out "$dir/cert.pem" 2>/dev/null
+	vgw_flags+=(--cert "$dir/cert.pem" --key "$dir/key.pem")
+	scheme=https
+	export AWS_CA_BUNDLE=$dir/cert.pem
+fi
+ROOT_ACCESS_KEY=bench ROOT_SECRET_KEY=benchsecret taskset -c "$server_cpus" "$vgw" --port "127.0.0.1:$port" "${vgw_flags[@]}" posix "$store" >"$dir/versitygw.log" 2>&1 &
 vgw_pid=$!
 trap 'kill $vgw_pid 2>/dev/null || true' EXIT
-export AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=benchsecret AWS_ENDPOINT_URL=http://127.0.0.1:$port AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
+export AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=benchsecret AWS_ENDPOINT_URL=$scheme://127.0.0.1:$port AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
+echo "S3 server: versitygw ${vgw_flags[*]} at $AWS_ENDPOINT_URL, cores $server_cpus"
 for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
 
 # data (deterministic, generated once): the big shard and the small shards

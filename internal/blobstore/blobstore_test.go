@@ -248,7 +248,8 @@ func TestS3Faults(t *testing.T) {
 	root := s3.Bucket(t)
 	before := Retries()
 	data := bytes.Repeat([]byte("line of text\n"), 200000) // 2.6 MB
-	var streamCuts int64                                   // announced-range GETs cut short
+	// announced-range GETs cut short
+	var streamCuts int64
 	for i := range 4 {
 		p := Join(root, "f", string(rune('a'+i))+".txt")
 		w, err := Create(ctx, p, false)

@@ -85,7 +85,8 @@ func openS3(ctx context.Context, bucket string, q url.Values) (*blob.Bucket, err
 		o.DisableLogOutputChecksumValidationSkipped = true
 		if endpoint != "" {
 			o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
-			// The client's own calls (s3Upload) as s3blob's below.
+			// The same for s3Upload, which calls the client directly,
+			// as for s3blob (below).
 			o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		}
 	})
