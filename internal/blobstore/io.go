@@ -373,7 +373,7 @@ func Create(ctx context.Context, p string, ifNotExist bool) (*Writer, error) {
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	w, err := b.NewWriter(ctx, key, &blob.WriterOptions{BufferSize: PartSize, MaxConcurrency: 2, IfNotExist: ifNotExist})
+	w, err := b.NewWriter(ctx, key, &blob.WriterOptions{BufferSize: PartSize, MaxConcurrency: uploadConcurrency, IfNotExist: ifNotExist})
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("create %s: %w", p, err)
