@@ -26,7 +26,9 @@
 #   one request, versitygw's default; object stores in production keep
 #   connections open)  TLS=0 (1: HTTPS with a self-signed certificate made
 #   by openssl, as real endpoints are; the SDK then sends unsigned payloads
-#   instead of hashing them for SigV4)
+#   instead of hashing them for SigV4)  LATENCY_MS=0 (N: every request goes
+#   through bench/objstore/latencyproxy, which holds it N ms first, as a
+#   real store's time to first byte; plain HTTP only)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 dir=${1:-/tmp/onecore-objstore}
@@ -72,6 +74,17 @@ trap 'kill $vgw_pid 2>/dev/null || true' EXIT
 export AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=benchsecret AWS_ENDPOINT_URL=$scheme://127.0.0.1:$port AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
 echo "S3 server: versitygw ${vgw_flags[*]} at $AWS_ENDPOINT_URL, cores $server_cpus"
 for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+latency=${LATENCY_MS:-0}
+if ((latency > 0)); then
+	[[ $scheme == http ]] || { echo "LATENCY_MS needs TLS=0" >&2; exit 1; }
+	(cd "$repo" && go build -o "$dir/latencyproxy" ./bench/objstore/latencyproxy)
+	taskset -c "$server_cpus" "$dir/latencyproxy" -target "$AWS_ENDPOINT_URL" -delay "${latency}ms" >"$dir/latencyproxy.url" 2>"$dir/latencyproxy.log" &
+	proxy_pid=$!
+	trap 'kill $vgw_pid $proxy_pid 2>/dev/null || true' EXIT
+	for _ in $(seq 100); do [[ -s $dir/latencyproxy.url ]] && break; sleep 0.1; done
+	AWS_ENDPOINT_URL=$(cat "$dir/latencyproxy.url")
+	echo "through latencyproxy at $AWS_ENDPOINT_URL: ${latency} ms before every request"
+fi
 
 # data (deterministic, generated once): the big shard and the small shards
 big=$dir/data/big-$big_mb.parquet
