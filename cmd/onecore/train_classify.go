@@ -110,7 +110,7 @@ stop, even SIGKILL, the same command with --resume continues bit for bit
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&from, "from", "", "source checkpoint directory (with tokenizer.json), or a bundled model: base, base-small, base-tiny, spam")
+	f.StringVar(&from, "from", "", "source checkpoint directory (with tokenizer.json), or a bundled model: "+bundledNames)
 	f.StringArrayVar(&data, "data", nil, "JSONL file(s) of labeled documents (.gz/.zst allowed; repeatable)")
 	f.StringVar(&out, "out", "", "output checkpoint directory")
 	f.StringVar(&o.TextField, "text-field", "text", "record field holding the document text")

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -274,8 +275,11 @@ func loadFrom(from string) (string, hfTokenizer, string, error) {
 	return dir, tok, tokPath, nil
 }
 
+// bundledNames lists the bundled models' names for flag help texts.
+var bundledNames = strings.Join(models.Bundled, ", ")
+
 // resolveFrom is --from's checkpoint directory: a directory as given, or
-// the name of a bundled model (base, base-small, base-tiny, spam) when no such directory exists.
+// the name of a bundled model (models.Bundled) when no such directory exists.
 func resolveFrom(from string) (string, error) {
 	if from == "" {
 		return "", usageError{errors.New("--from is required (a checkpoint directory, or the bundled base model: --from base)")}

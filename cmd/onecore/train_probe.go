@@ -78,7 +78,7 @@ pretraining runs over the same data) unless it is there already.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&from, "model", "", "checkpoint directory, or a bundled model: base, base-small, base-tiny, spam")
+	f.StringVar(&from, "model", "", "checkpoint directory, or a bundled model: "+bundledNames)
 	f.StringArrayVar(&data, "data", nil, "the corpus the probes draw token frequencies from: directory, .jsonl[.gz|.zst], text file or glob (repeatable)")
 	f.StringVar(&o.TextField, "text-field", "text", "JSONL field holding the document text")
 	f.StringVar(&o.Cache, "cache", "", "token cache directory (default: onecore-probe-tokcache in the temporary directory)")

@@ -67,7 +67,7 @@ SIGINT/SIGTERM; after any stop, even SIGKILL, the same command with
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&from, "from", "", "source checkpoint directory (with tokenizer.json), or a bundled model: base, base-small, base-tiny, spam")
+	f.StringVar(&from, "from", "", "source checkpoint directory (with tokenizer.json), or a bundled model: "+bundledNames)
 	f.StringArrayVar(&data, "data", nil, "JSONL file(s) of prompt/answer records (.gz/.zst allowed; repeatable)")
 	f.StringVar(&out, "out", "", "output checkpoint directory")
 	f.StringVar(&o.PromptField, "prompt-field", "prompt", "record field holding the prompt")

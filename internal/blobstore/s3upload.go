@@ -117,18 +117,11 @@ func (u *s3Upload) take() ([]byte, error) {
 	case b := <-u.free:
 		return b[:0], nil
 	case <-u.ctx.Done():
-		return nil, u.failed()
+		if err := u.failedPart(); err != nil {
+			return nil, err
+		}
+		return nil, u.ctx.Err()
 	}
-}
-
-// failed is the error that stopped the upload.
-func (u *s3Upload) failed() error {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.err != nil {
-		return u.err
-	}
-	return u.ctx.Err()
 }
 
 func (u *s3Upload) sniff() {
@@ -179,6 +172,7 @@ func (u *s3Upload) send() error {
 	return nil
 }
 
+// failedPart is the first part upload's failure, or nil.
 func (u *s3Upload) failedPart() error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
